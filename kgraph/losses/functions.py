@@ -1,0 +1,189 @@
+"""Per-sample loss functions (one value per sample, not yet reduced).
+
+Every computation that touches ``y_pred`` goes through ``kgraph.ops``, so a
+loss evaluated under a ``GradientTape`` is differentiable with respect to it.
+"""
+import numpy as np
+
+from kgraph import backend
+from kgraph import ops
+from kgraph.losses.loss import squeeze_or_expand_to_same_rank
+from kgraph.variable import Variable
+
+
+def _float_tensor(x):
+    """Return ``x`` as a floating array (Variables pass through untouched)."""
+    if not isinstance(x, (np.ndarray, Variable)):
+        x = ops.convert_to_tensor(x)
+    if np.issubdtype(np.dtype(x.dtype), np.floating):
+        return x
+    return ops.cast(x, backend.floatx())
+
+
+def _cast_like(x, reference):
+    """Cast ``x`` to the dtype of ``reference`` (no-op when already there)."""
+    dtype = np.dtype(reference.dtype)
+    if isinstance(x, (np.ndarray, Variable)) and np.dtype(x.dtype) == dtype:
+        return x
+    if not isinstance(x, (np.ndarray, Variable)):
+        x = np.asarray(x)
+    return ops.cast(x, dtype.name)
+
+
+def _inputs(y_true, y_pred):
+    y_pred = _float_tensor(y_pred)
+    return _cast_like(y_true, y_pred), y_pred
+
+
+def _l2_normalize(x, axis):
+    # x / max(||x||, eps): the same floor Keras puts on the norm.
+    eps = backend.epsilon()
+    squared_norm = ops.sum(ops.square(x), axis=axis, keepdims=True)
+    return ops.divide(x, ops.sqrt(ops.maximum(squared_norm, eps * eps)))
+
+
+def mean_squared_error(y_true, y_pred):
+    """Per-sample ``mean(square(y_true - y_pred), axis=-1)``."""
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    return ops.mean(ops.square(ops.subtract(y_true, y_pred)), axis=-1)
+
+
+def mean_absolute_error(y_true, y_pred):
+    """Per-sample ``mean(abs(y_true - y_pred), axis=-1)``."""
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    return ops.mean(ops.abs(ops.subtract(y_true, y_pred)), axis=-1)
+
+
+def huber(y_true, y_pred, delta=1.0):
+    """Per-sample Huber loss: quadratic for ``|error| <= delta``, linear beyond."""
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    delta = float(delta)
+    error = ops.subtract(y_pred, y_true)
+    abs_error = ops.abs(error)
+    quadratic = ops.multiply(ops.square(error), 0.5)
+    linear = ops.subtract(ops.multiply(abs_error, delta), 0.5 * delta * delta)
+    small = np.asarray(abs_error) <= delta
+    return ops.mean(ops.where(small, quadratic, linear), axis=-1)
+
+
+def kl_divergence(y_true, y_pred):
+    """Per-sample ``sum(y_true * log(y_true / y_pred), axis=-1)``, both clipped to ``[eps, 1]``."""
+    y_true, y_pred = _inputs(y_true, y_pred)
+    eps = backend.epsilon()
+    y_true = ops.clip(y_true, eps, 1.0)
+    y_pred = ops.clip(y_pred, eps, 1.0)
+    return ops.sum(ops.multiply(y_true, ops.log(ops.divide(y_true, y_pred))), axis=-1)
+
+
+def cosine_similarity(y_true, y_pred, axis=-1):
+    """Per-sample negative cosine similarity (-1 means identical directions)."""
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    similarity = ops.sum(
+        ops.multiply(_l2_normalize(y_true, axis), _l2_normalize(y_pred, axis)), axis=axis
+    )
+    return ops.negative(similarity)
+
+
+def _binary_crossentropy_elementwise(target, output, from_logits):
+    if from_logits:
+        # max(x, 0) - x * z + log1p(exp(-|x|)), with both branches chosen by
+        # one condition so the gradient at x == 0 is exactly sigmoid(0) - z.
+        positive = np.asarray(output) >= 0
+        relu_logits = ops.where(positive, output, 0.0)
+        neg_abs_logits = ops.where(positive, ops.negative(output), output)
+        return ops.add(
+            ops.subtract(relu_logits, ops.multiply(output, target)),
+            ops.log1p(ops.exp(neg_abs_logits)),
+        )
+    eps = backend.epsilon()
+    output = ops.clip(output, eps, 1.0 - eps)
+    positive_term = ops.multiply(target, ops.log(output))
+    negative_term = ops.multiply(ops.subtract(1.0, target), ops.log(ops.subtract(1.0, output)))
+    return ops.negative(ops.add(positive_term, negative_term))
+
+
+def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """Per-sample binary crossentropy, averaged over ``axis``.
+
+    label_smoothing: squeezes targets towards 0.5: ``z * (1 - s) + 0.5 * s``.
+    """
+    y_true, y_pred = _inputs(y_true, y_pred)
+    if label_smoothing:
+        y_true = ops.add(ops.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    elementwise = _binary_crossentropy_elementwise(y_true, y_pred, from_logits)
+    return ops.mean(elementwise, axis=axis)
+
+
+def _log_probabilities(y_pred, from_logits, axis):
+    if from_logits:
+        return ops.log_softmax(y_pred, axis=axis)
+    eps = backend.epsilon()
+    # Renormalise first so that rows not summing to one still give a proper
+    # distribution, then clip away log(0).
+    output = ops.divide(y_pred, ops.sum(y_pred, axis=axis, keepdims=True))
+    return ops.log(ops.clip(output, eps, 1.0 - eps))
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """Per-sample crossentropy between one-hot ``y_true`` and ``y_pred``.
+
+    label_smoothing: targets become ``t * (1 - s) + s / num_classes``.
+    """
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise ValueError(f"Expected `axis` to be an int, received axis={axis!r}.")
+    y_true, y_pred = _inputs(y_true, y_pred)
+    if tuple(y_true.shape) != tuple(y_pred.shape):
+        raise ValueError(
+            "categorical_crossentropy expects y_true and y_pred of the same shape, "
+            f"received y_true.shape={tuple(y_true.shape)} and y_pred.shape={tuple(y_pred.shape)}."
+        )
+    if label_smoothing:
+        num_classes = y_true.shape[axis]
+        y_true = ops.add(
+            ops.multiply(y_true, 1.0 - label_smoothing), label_smoothing / num_classes
+        )
+    log_prob = _log_probabilities(y_pred, from_logits, axis)
+    return ops.negative(ops.sum(ops.multiply(y_true, log_prob), axis=axis))
+
+
+def _sparse_labels(y_true, y_pred, axis):
+    labels = np.asarray(y_true)
+    if labels.ndim == len(y_pred.shape) and labels.shape[axis] == 1:
+        labels = np.squeeze(labels, axis=axis)
+    if labels.dtype.kind == "f":
+        labels = labels.astype(np.int64)
+    return labels
+
+
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None, axis=-1):
+    """Per-sample crossentropy between integer labels and ``y_pred``.
+
+    y_true: class ids of shape ``y_pred.shape`` without ``axis`` (or with a
+        unit ``axis``), int or float.
+    ignore_class: a label value whose entries get a loss of 0.
+    """
+    y_pred = _float_tensor(y_pred)
+    labels = _sparse_labels(y_true, y_pred, axis)
+    expected = tuple(np.delete(np.array(y_pred.shape, dtype=np.int64), axis))
+    if labels.shape != expected:
+        raise ValueError(
+            "sparse_categorical_crossentropy expects y_true of shape "
+            f"{expected} (y_pred.shape={tuple(y_pred.shape)} without the class axis), "
+            f"received y_true.shape={np.shape(y_true)}."
+        )
+    valid = None
+    if ignore_class is not None:
+        valid = labels != ignore_class
+        labels = np.where(valid, labels, 0)
+    num_classes = y_pred.shape[axis]
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(
+            f"Expected labels in [0, {num_classes}) for y_pred with {num_classes} classes, "
+            f"received labels from {labels.min()} to {labels.max()}."
+        )
+    log_prob = _log_probabilities(y_pred, from_logits, axis)
+    picked = ops.take_along_axis(log_prob, np.expand_dims(labels, axis), axis=axis)
+    loss = ops.negative(ops.squeeze(picked, axis))
+    if valid is not None:
+        loss = ops.where(valid, loss, 0.0)
+    return loss
