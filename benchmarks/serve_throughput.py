@@ -1,0 +1,369 @@
+"""Throughput and latency of `python -m serve` against a minimal FastAPI server and in-process onnxruntime.
+
+Builds a 784-512-512-10 MLP (ReLU, softmax) with onnx.helper, starts each server as its own
+process, and drives single-sample requests from a separate load-generator process (wrk with a Lua
+script when it is on PATH, else a lean asyncio client over raw keep-alive connections).
+
+    python benchmarks/serve_throughput.py [--quick] [--duration S] [--concurrency 1 8 32]
+
+This is a measurement, not a test: it never fails a build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "mlp"
+FEATURES = 784
+
+MINIMAL_SERVER = '''
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import uvicorn
+from fastapi import FastAPI, Request
+
+session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+input_name = session.get_inputs()[0].name
+output_names = [o.name for o in session.get_outputs()]
+app = FastAPI()
+
+
+@app.get("/v2/health/ready")
+async def ready():
+    return {"ready": True}
+
+
+@app.post("/v2/models/{model}/infer")
+async def infer(model: str, request: Request):
+    body = await request.json()
+    tensor = body["inputs"][0]
+    x = np.asarray(tensor["data"], dtype=np.float32).reshape(tensor["shape"])
+    outputs = session.run(output_names, {input_name: x})
+    return {
+        "model_name": model,
+        "outputs": [
+            {"name": name, "datatype": "FP32", "shape": list(y.shape), "data": y.ravel().tolist()}
+            for name, y in zip(output_names, outputs)
+        ],
+    }
+
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+'''
+
+WRK_SCRIPT = """
+wrk.method = "POST"
+local f = io.open("{body}", "rb")
+wrk.body = f:read("*all")
+f:close()
+{headers}
+"""
+
+
+def build_mlp(path: Path, sizes=(FEATURES, 512, 512, 10), seed: int = 0) -> None:
+    """Write a Gemm/ReLU MLP with a softmax head and a dynamic batch axis."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    nodes, weights, previous = [], [], "x"
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        w = (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
+        weights += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(np.zeros(fan_out, np.float32), f"b{i}")]
+        nodes.append(helper.make_node("Gemm", [previous, f"w{i}", f"b{i}"], [f"dense{i}"]))
+        previous = f"dense{i}"
+        if i < len(sizes) - 2:
+            nodes.append(helper.make_node("Relu", [previous], [f"relu{i}"]))
+            previous = f"relu{i}"
+    nodes.append(helper.make_node("Softmax", [previous], ["y"], axis=-1))
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", sizes[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", sizes[-1]])],
+        weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+
+
+def request_bodies(sample: np.ndarray) -> dict[str, tuple[bytes, dict[str, str]]]:
+    """Single-sample infer request bodies and headers, binary and JSON."""
+    raw = sample.astype("<f4").tobytes()
+    header = json.dumps(
+        {
+            "inputs": [{"name": "x", "datatype": "FP32", "shape": [1, FEATURES], "parameters": {"binary_data_size": len(raw)}}],
+            "outputs": [{"name": "y", "parameters": {"binary_data": True}}],
+        }
+    ).encode()
+    as_json = json.dumps(
+        {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, FEATURES], "data": sample.ravel().tolist()}]}
+    ).encode()
+    return {
+        "binary": (header + raw, {"Inference-Header-Content-Length": str(len(header))}),
+        "json": (as_json, {"Content-Type": "application/json"}),
+    }
+
+
+def free_port() -> int:
+    """An unused loopback TCP port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_ready(port: int, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Block until GET /v2/health/ready answers 200."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with status {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"GET /v2/health/ready HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+                if sock.recv(64).startswith(b"HTTP/1.1 200"):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("server did not become ready")
+
+
+async def _drive(port: int, request: bytes, concurrency: int, duration: float, warmup: float) -> dict:
+    latencies: list[float] = []
+    errors = 0
+    start = time.perf_counter()
+    measure_from = start + warmup
+    stop_at = measure_from + duration
+
+    async def connection() -> None:
+        nonlocal errors
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while True:
+                sent = time.perf_counter()
+                if sent >= stop_at:
+                    return
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                await reader.readexactly(length)
+                done = time.perf_counter()
+                if sent >= measure_from:
+                    if head.startswith(b"HTTP/1.1 200"):
+                        latencies.append(done - sent)
+                    else:
+                        errors += 1
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(concurrency)))
+    latencies.sort()
+    count = len(latencies)
+    return {
+        "requests": count,
+        "errors": errors,
+        "rps": count / duration,
+        "p50_ms": 1000 * latencies[count // 2] if count else float("nan"),
+        "p99_ms": 1000 * latencies[min(count - 1, int(count * 0.99))] if count else float("nan"),
+    }
+
+
+def loadgen_main(args: argparse.Namespace) -> None:
+    """Entry point of the load-generator process: prints one JSON result line."""
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    request = Path(args.request_file).read_bytes()
+    result = asyncio.run(_drive(args.port, request, args.concurrency[0], args.duration, args.warmup))
+    print(json.dumps(result))
+
+
+def run_load(port: int, body: bytes, headers: dict[str, str], concurrency: int, duration: float, workdir: Path) -> dict:
+    """Drive a server with single-sample requests from a separate process."""
+    path = f"/v2/models/{MODEL}/infer"
+    if shutil.which("wrk"):
+        return _run_wrk(port, path, body, headers, concurrency, duration, workdir)
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    request_file = workdir / "request.bin"
+    request_file.write_bytes(head.encode() + body)
+    out = subprocess.run(
+        [sys.executable, __file__, "--loadgen", "--port", str(port), "--request-file", str(request_file),
+         "--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(min(1.0, duration / 3))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _run_wrk(port: int, path: str, body: bytes, headers: dict[str, str], concurrency: int, duration: float, workdir: Path) -> dict:
+    body_file = workdir / "body.bin"
+    body_file.write_bytes(body)
+    header_lines = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items())
+    script = workdir / "post.lua"
+    script.write_text(WRK_SCRIPT.format(body=body_file, headers=header_lines))
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(duration))}s", "--latency", "-s", str(script),
+         f"http://127.0.0.1:{port}{path}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = {"requests": 0, "errors": 0, "rps": float("nan"), "p50_ms": float("nan"), "p99_ms": float("nan")}
+    for line in out.splitlines():
+        parts = line.split()
+        if line.startswith("Requests/sec:"):
+            result["rps"] = float(parts[1])
+        elif parts[:1] == ["50%"]:
+            result["p50_ms"] = _wrk_ms(parts[1])
+        elif parts[:1] == ["99%"]:
+            result["p99_ms"] = _wrk_ms(parts[1])
+        elif "requests in" in line:
+            result["requests"] = int(parts[0])
+        elif line.strip().startswith("Non-2xx"):
+            result["errors"] = int(parts[-1])
+    return result
+
+
+def _wrk_ms(text: str) -> float:
+    for unit, scale in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * scale
+    return float(text)
+
+
+def start(command: list[str], port: int) -> subprocess.Popen:
+    """Start a server process and wait for readiness."""
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_ready(port, process)
+    except RuntimeError:
+        process.kill()
+        raise RuntimeError(f"{command[:4]} failed to start: {process.stderr.read().decode()[-2000:]}") from None
+    return process
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Terminate a server process."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def in_process_ceiling(model: Path, sample: np.ndarray, duration: float) -> tuple[float, float]:
+    """Single-sample runs/s and batch-32 samples/s of onnxruntime called directly."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    single = sample.reshape(1, FEATURES)
+    batch = np.repeat(single, 32, axis=0)
+    rates = []
+    for x in (single, batch):
+        for _ in range(20):
+            session.run(["y"], {"x": x})
+        count, begin = 0, time.perf_counter()
+        while time.perf_counter() - begin < duration:
+            session.run(["y"], {"x": x})
+            count += 1
+        rates.append(count * x.shape[0] / (time.perf_counter() - begin))
+    return rates[0], rates[1]
+
+
+def main() -> None:
+    """Run the benchmark and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs (about 1 s per point)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds measured per point")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--threads", type=int, default=None, help="--threads passed to python -m serve")
+    parser.add_argument("--loadgen", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--request-file", help=argparse.SUPPRESS)
+    parser.add_argument("--warmup", type=float, default=0.5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.loadgen:
+        loadgen_main(args)
+        return
+    duration = args.duration or (1.0 if args.quick else 2.5)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        model = workdir / f"{MODEL}.onnx"
+        build_mlp(model)
+        sample = np.random.default_rng(1).random(FEATURES, dtype=np.float32)
+        bodies = request_bodies(sample)
+        single_rate, batch_rate = in_process_ceiling(model, sample, duration)
+        print(f"in-process onnxruntime: single-sample {single_rate:,.0f} runs/s, batch-32 {batch_rate:,.0f} samples/s")
+        print(f"load generator: {'wrk' if shutil.which('wrk') else 'asyncio client process'}; {duration:g} s per point; {os.cpu_count()} CPU(s)")
+
+        rows = []
+        port = free_port()
+        minimal_file = workdir / "minimal_server.py"
+        minimal_file.write_text(MINIMAL_SERVER)
+        process = start([sys.executable, str(minimal_file), str(model), str(port)], port)
+        minimal = {}
+        try:
+            for c in args.concurrency:
+                minimal[c] = run_load(port, *bodies["json"], c, duration, workdir)
+                rows.append(("minimal FastAPI", "json", c, minimal[c]))
+        finally:
+            stop(process)
+
+        for batching in ("on", "off"):
+            port = free_port()
+            command = [sys.executable, "-m", "serve", str(model), "--port", str(port), "--log-level", "warning"]
+            if batching == "off":
+                command.append("--no-batching")
+            if args.threads:
+                command += ["--threads", str(args.threads)]
+            process = start(command, port)
+            try:
+                for encoding in ("binary", "json"):
+                    for c in args.concurrency:
+                        result = run_load(port, *bodies[encoding], c, duration, workdir)
+                        rows.append((f"serve, batching {batching}", encoding, c, result))
+            finally:
+                stop(process)
+
+        print()
+        print(f"{'server':<22}{'body':<8}{'conc':>5}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'x minimal':>11}{'p99/min':>9}")
+        for name, encoding, c, r in rows:
+            base = minimal[c]
+            ratio = r["rps"] / base["rps"] if base["rps"] else float("nan")
+            p99_ratio = r["p99_ms"] / base["p99_ms"] if base["p99_ms"] else float("nan")
+            print(
+                f"{name:<22}{encoding:<8}{c:>5}{r['rps']:>10,.0f}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
+                f"{r['errors']:>8}{ratio:>10.2f}x{p99_ratio:>9.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

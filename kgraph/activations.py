@@ -1,0 +1,103 @@
+"""Activation functions by Keras name, written with kgraph.ops."""
+from kgraph import ops
+
+
+def linear(x):
+    return x
+
+
+def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    if negative_slope == 0.0 and max_value is None and threshold == 0.0:
+        return ops.relu(x)
+    out = ops.where(x >= threshold, x, ops.multiply(negative_slope, ops.subtract(x, threshold)))
+    return out if max_value is None else ops.minimum(out, max_value)
+
+
+def sigmoid(x):
+    return ops.sigmoid(x)
+
+
+def tanh(x):
+    return ops.tanh(x)
+
+
+def softmax(x, axis=-1):
+    return ops.softmax(x, axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    return ops.log_softmax(x, axis=axis)
+
+
+def gelu(x, approximate=False):
+    return ops.gelu(x, approximate=approximate)
+
+
+def elu(x, alpha=1.0):
+    return ops.elu(x, alpha=alpha)
+
+
+def selu(x):
+    return ops.selu(x)
+
+
+def softplus(x):
+    return ops.softplus(x)
+
+
+def softsign(x):
+    return ops.softsign(x)
+
+
+def silu(x):
+    return ops.silu(x)
+
+
+swish = silu
+
+
+def leaky_relu(x, negative_slope=0.2):
+    return ops.leaky_relu(x, negative_slope=negative_slope)
+
+
+def hard_sigmoid(x):
+    return ops.hard_sigmoid(x)
+
+
+def exponential(x):
+    return ops.exp(x)
+
+
+def relu6(x):
+    return ops.relu6(x)
+
+
+_BY_NAME = {f.__name__: f for f in (linear, relu, sigmoid, tanh, softmax, log_softmax, gelu, elu, selu,
+                                    softplus, softsign, silu, leaky_relu, hard_sigmoid, exponential, relu6)}
+_BY_NAME["swish"] = silu
+
+
+def get(identifier):
+    """The activation function for a name, ``None`` (linear) or a callable."""
+    if identifier is None:
+        return linear
+    if isinstance(identifier, str):
+        fn = _BY_NAME.get(identifier)
+        if fn is None:
+            raise ValueError(f"Unknown activation function: {identifier!r}. Valid names: {sorted(_BY_NAME)}")
+        return fn
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"Could not interpret activation function identifier: {identifier!r}")
+
+
+def serialize(activation):
+    """The Keras name of an activation function."""
+    for name, fn in _BY_NAME.items():
+        if fn is activation and name != "swish":
+            return name
+    name = getattr(activation, "__name__", None)
+    if name in _BY_NAME:
+        return name
+    raise ValueError(f"Cannot serialize activation {activation!r}: only built-in activations can be saved. "
+                     "Wrap a custom activation in a Layer with its own get_config().")

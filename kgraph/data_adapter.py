@@ -1,0 +1,86 @@
+"""Turning user data (arrays, lists, dicts) into aligned flat lists and batches for training."""
+import numpy as np
+
+from kgraph.random import generator
+
+
+def _as_array(x, what):
+    if isinstance(x, np.ndarray):
+        return x
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise TypeError(f"`{what}` must be numeric arrays. Received a value that NumPy reads as dtype=object.")
+    return arr
+
+
+def flatten_by_names(data, names, what):
+    """Match ``data`` (array, list/tuple, or dict keyed by ``names``) to the list ``names``."""
+    if data is None:
+        return None
+    n = len(names)
+    if isinstance(data, dict):
+        unknown = [k for k in data if k not in names]
+        if unknown:
+            raise ValueError(f"Unknown key(s) in `{what}`: {unknown}. Expected keys: {list(names)}")
+        missing = [k for k in names if k not in data]
+        if missing and what == "x":
+            raise ValueError(f"Missing key(s) in `{what}`: {missing}. Expected keys: {list(names)}")
+        return [(_as_array(data[k], what) if k in data else None) for k in names]
+    if isinstance(data, (list, tuple)) and n > 1:
+        if len(data) != n:
+            raise ValueError(f"`{what}` should hold {n} arrays (one per model {'input' if what == 'x' else 'output'}: "
+                             f"{list(names)}), but it holds {len(data)}.")
+        return [_as_array(d, what) if d is not None else None for d in data]
+    if isinstance(data, (list, tuple)) and len(data) == 1 and isinstance(data[0], np.ndarray):
+        return [data[0]]
+    if n != 1:
+        raise ValueError(f"`{what}` should hold {n} arrays (one per model {'input' if what == 'x' else 'output'}: "
+                         f"{list(names)}), but a single array was passed.")
+    return [_as_array(data, what)]
+
+
+def check_cardinality(groups):
+    """All arrays in ``groups`` ({"x": [...], "y": [...]}) must have the same number of samples."""
+    sizes = {what: [len(a) for a in arrays if a is not None] for what, arrays in groups.items() if arrays}
+    flat = {s for values in sizes.values() for s in values}
+    if len(flat) > 1:
+        detail = "\n".join(f"  {what} sizes: {', '.join(map(str, values))}" for what, values in sizes.items())
+        raise ValueError(f"Data cardinality is ambiguous. Make sure all arrays contain the same number of "
+                         f"samples.\n{detail}")
+    if not flat:
+        raise ValueError("No data was provided: `x` is empty.")
+    return flat.pop()
+
+
+def class_weights_to_sample_weights(y, class_weight):
+    """Per-sample weights from a ``{class: weight}`` dict, for sparse or one-hot labels."""
+    y = np.asarray(y)
+    labels = y.argmax(axis=-1) if y.ndim > 1 and y.shape[-1] > 1 else y.reshape(len(y)).astype(np.int64)
+    table = np.ones(max(int(labels.max()) + 1, max(class_weight) + 1), dtype=np.float64)
+    for cls, weight in class_weight.items():
+        table[int(cls)] = weight
+    return table[labels]
+
+
+def split_validation(arrays, validation_split):
+    """Split the last ``validation_split`` fraction off every array (before any shuffling)."""
+    if not 0 < validation_split < 1:
+        raise ValueError(f"`validation_split` must be between 0 and 1. Received: {validation_split}")
+    n = len(next(a for a in arrays if a is not None))
+    cut = int(n * (1.0 - validation_split))
+    if cut == 0 or cut == n:
+        raise ValueError(f"`validation_split={validation_split}` leaves no training or no validation samples "
+                         f"out of {n}.")
+    train = [a[:cut] if a is not None else None for a in arrays]
+    val = [a[cut:] if a is not None else None for a in arrays]
+    return train, val
+
+
+def batches(n, batch_size, shuffle):
+    """Index arrays, one per batch, over ``n`` samples."""
+    order = generator().permutation(n) if shuffle else np.arange(n)
+    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+
+
+def take(arrays, index):
+    return [a[index] if a is not None else None for a in arrays]

@@ -1,0 +1,195 @@
+"""Weight initializers with Keras's names, arguments and defaults."""
+import math
+
+import numpy as np
+
+from kgraph import backend
+from kgraph.random import generator
+
+
+class Initializer:
+    """Maps ``(shape, dtype)`` to a new array."""
+
+    def __call__(self, shape, dtype=None):
+        raise NotImplementedError(f"{type(self).__name__} must define __call__(shape, dtype)")
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _fans(shape):
+    if len(shape) == 0:
+        return 1, 1
+    if len(shape) == 1:
+        return shape[0], shape[0]
+    if len(shape) == 2:
+        return shape[0], shape[1]
+    receptive = int(np.prod(shape[:-2]))
+    return shape[-2] * receptive, shape[-1] * receptive
+
+
+class Zeros(Initializer):
+    def __call__(self, shape, dtype=None):
+        return np.zeros(shape, dtype=backend.standardize_dtype(dtype))
+
+
+class Ones(Initializer):
+    def __call__(self, shape, dtype=None):
+        return np.ones(shape, dtype=backend.standardize_dtype(dtype))
+
+
+class Constant(Initializer):
+    def __init__(self, value=0.0):
+        self.value = value
+
+    def __call__(self, shape, dtype=None):
+        return np.full(shape, self.value, dtype=backend.standardize_dtype(dtype))
+
+    def get_config(self):
+        return {"value": self.value}
+
+
+class RandomNormal(Initializer):
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+
+    def _rng(self):
+        return np.random.default_rng(self.seed) if self.seed is not None else generator()
+
+    def __call__(self, shape, dtype=None):
+        return self._rng().normal(self.mean, self.stddev, size=shape).astype(backend.standardize_dtype(dtype))
+
+    def get_config(self):
+        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+
+
+class RandomUniform(RandomNormal):
+    def __init__(self, minval=-0.05, maxval=0.05, seed=None):
+        self.minval, self.maxval, self.seed = minval, maxval, seed
+
+    def __call__(self, shape, dtype=None):
+        return self._rng().uniform(self.minval, self.maxval, size=shape).astype(backend.standardize_dtype(dtype))
+
+    def get_config(self):
+        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
+
+
+class TruncatedNormal(RandomNormal):
+    def __call__(self, shape, dtype=None):
+        rng = self._rng()
+        values = rng.normal(0.0, 1.0, size=shape)
+        bad = np.abs(values) > 2.0
+        while bad.any():
+            values[bad] = rng.normal(0.0, 1.0, size=int(bad.sum()))
+            bad = np.abs(values) > 2.0
+        return (self.mean + self.stddev * values).astype(backend.standardize_dtype(dtype))
+
+
+class VarianceScaling(RandomNormal):
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+        if mode not in ("fan_in", "fan_out", "fan_avg"):
+            raise ValueError(f"Invalid `mode` argument: {mode!r}. Expected 'fan_in', 'fan_out' or 'fan_avg'.")
+        if distribution not in ("truncated_normal", "untruncated_normal", "uniform"):
+            raise ValueError(f"Invalid `distribution` argument: {distribution!r}.")
+        self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
+
+    def __call__(self, shape, dtype=None):
+        fan_in, fan_out = _fans(tuple(shape))
+        n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
+        scale = self.scale / max(1.0, n)
+        if self.distribution == "uniform":
+            limit = math.sqrt(3.0 * scale)
+            return RandomUniform(-limit, limit, self.seed)(shape, dtype)
+        if self.distribution == "untruncated_normal":
+            return RandomNormal(0.0, math.sqrt(scale), self.seed)(shape, dtype)
+        # 0.8796... is the stddev of a unit normal truncated to [-2, 2].
+        return TruncatedNormal(0.0, math.sqrt(scale) / 0.87962566103423978, self.seed)(shape, dtype)
+
+    def get_config(self):
+        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed}
+
+
+def _scaling(name, scale, mode, distribution):
+    def __init__(self, seed=None):
+        VarianceScaling.__init__(self, scale, mode, distribution, seed)
+
+    def get_config(self):
+        return {"seed": self.seed}
+    return type(name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config,
+                                           "__doc__": f"VarianceScaling({scale}, {mode!r}, {distribution!r})."})
+
+
+GlorotUniform = _scaling("GlorotUniform", 1.0, "fan_avg", "uniform")
+GlorotNormal = _scaling("GlorotNormal", 1.0, "fan_avg", "truncated_normal")
+HeNormal = _scaling("HeNormal", 2.0, "fan_in", "truncated_normal")
+HeUniform = _scaling("HeUniform", 2.0, "fan_in", "uniform")
+LecunNormal = _scaling("LecunNormal", 1.0, "fan_in", "truncated_normal")
+LecunUniform = _scaling("LecunUniform", 1.0, "fan_in", "uniform")
+
+
+class Orthogonal(RandomNormal):
+    def __init__(self, gain=1.0, seed=None):
+        self.gain, self.seed = gain, seed
+
+    def __call__(self, shape, dtype=None):
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        cols = shape[-1]
+        a = self._rng().normal(size=(max(rows, cols), min(rows, cols)))
+        q, r = np.linalg.qr(a)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return (self.gain * q[:rows, :cols]).reshape(shape).astype(backend.standardize_dtype(dtype))
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed}
+
+
+class Identity(Initializer):
+    def __init__(self, gain=1.0):
+        self.gain = gain
+
+    def __call__(self, shape, dtype=None):
+        if len(shape) != 2:
+            raise ValueError(f"Identity initializer needs a 2-D shape. Received: shape={shape}")
+        return (self.gain * np.eye(*shape)).astype(backend.standardize_dtype(dtype))
+
+    def get_config(self):
+        return {"gain": self.gain}
+
+
+_ALL = {cls.__name__: cls for cls in (Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal,
+                                      VarianceScaling, GlorotUniform, GlorotNormal, HeNormal, HeUniform,
+                                      LecunNormal, LecunUniform, Orthogonal, Identity)}
+_ALIASES = {"zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
+            "random_uniform": RandomUniform, "truncated_normal": TruncatedNormal,
+            "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
+            "he_normal": HeNormal, "he_uniform": HeUniform, "lecun_normal": LecunNormal,
+            "lecun_uniform": LecunUniform, "orthogonal": Orthogonal, "identity": Identity}
+
+
+def get(identifier):
+    """An initializer from a name, a config dict, an instance or a callable."""
+    if isinstance(identifier, Initializer) or (callable(identifier) and not isinstance(identifier, type)):
+        return identifier
+    if isinstance(identifier, str):
+        cls = _ALIASES.get(identifier) or _ALL.get(identifier)
+        if cls is None:
+            raise ValueError(f"Unknown initializer: {identifier!r}. Valid names: {sorted(_ALIASES)}")
+        return cls()
+    if isinstance(identifier, dict):
+        cls = _ALL.get(identifier.get("class_name")) or _ALIASES.get(identifier.get("class_name"))
+        if cls is None:
+            raise ValueError(f"Unknown initializer config: {identifier!r}")
+        return cls.from_config(identifier.get("config", {}))
+    raise ValueError(f"Could not interpret initializer identifier: {identifier!r}")
+
+
+def serialize(initializer):
+    if isinstance(initializer, Initializer):
+        return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
+    raise ValueError(f"Cannot serialize initializer {initializer!r}: only kgraph initializers can be saved.")

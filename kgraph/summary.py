@@ -1,0 +1,77 @@
+"""model.summary(): the Keras-style table of layers, shapes, parameters and connections."""
+import numpy as np
+
+
+def _size(count, weights):
+    nbytes = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in weights)
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1024 or unit == "GB":
+            return f"{count:,} ({nbytes:.2f} {unit})"
+        nbytes /= 1024
+
+
+def _shape_text(layer, model_nodes):
+    nodes = [n for n in layer._inbound_nodes if id(n) in model_nodes] or layer._inbound_nodes
+    if not nodes:
+        return "?"
+    shapes = [tuple(t.shape) for t in nodes[0].output_tensors]
+    return str(shapes[0]) if len(shapes) == 1 else str(shapes)
+
+
+def _connections(layer, model_nodes):
+    out = []
+    for node in layer._inbound_nodes:
+        if id(node) not in model_nodes:
+            continue
+        for inbound, n, t in zip(node.inbound_layers, node.node_indices, node.tensor_indices):
+            out.append(f"{inbound.name}[{n}][{t}]")
+    return out
+
+
+def _param_count(layer):
+    return sum(int(np.prod(w.shape)) for w in layer.weights) if layer.built else 0
+
+
+def print_summary(model, line_length=None, positions=None, print_fn=None):
+    """Print (or pass line by line to ``print_fn``) the summary of ``model``."""
+    print_fn = print_fn or print
+    functional = hasattr(model, "nodes_by_depth") and model.built
+    sequential_like = not functional or type(model).__name__ == "Sequential"
+    model_nodes = set()
+    if functional:
+        model_nodes = {id(n) for nodes in model.nodes_by_depth.values() for n in nodes}
+    columns = ["Layer (type)", "Output Shape", "Param #"] + ([] if sequential_like else ["Connected to"])
+    line_length = line_length or (65 if sequential_like else 98)
+    positions = positions or ([0.45, 0.85, 1.0] if sequential_like else [0.33, 0.55, 0.67, 1.0])
+    stops = [int(line_length * p) if p <= 1 else int(p) for p in positions]
+
+    def row(fields):
+        line = ""
+        for field, stop in zip(fields, stops):
+            line = (line + " " + str(field))[: stop - 1].ljust(stop)
+        return line.rstrip()
+
+    print_fn(f'Model: "{model.name}"')
+    print_fn("_" * line_length)
+    print_fn(row(columns))
+    print_fn("=" * line_length)
+    layers = model.layers
+    for i, layer in enumerate(layers):
+        shape = _shape_text(layer, model_nodes) if functional else "(unbuilt)"
+        fields = [f"{layer.name} ({type(layer).__name__})", shape, f"{_param_count(layer):,}"]
+        if sequential_like:
+            print_fn(row(fields))
+        else:
+            links = _connections(layer, model_nodes)
+            print_fn(row(fields + [links[0] if links else "-"]))
+            for link in links[1:]:
+                print_fn(row(["", "", "", link]))
+        print_fn(("=" if i == len(layers) - 1 else "_") * line_length)
+    trainable = model.trainable_weights
+    non_trainable = model.non_trainable_weights
+    total = trainable + non_trainable
+    count = lambda ws: sum(int(np.prod(w.shape)) for w in ws)  # noqa: E731
+    print_fn(f"Total params: {_size(count(total), total)}")
+    print_fn(f"Trainable params: {_size(count(trainable), trainable)}")
+    print_fn(f"Non-trainable params: {_size(count(non_trainable), non_trainable)}")
+    print_fn("_" * line_length)

@@ -1,0 +1,241 @@
+"""Trainer: compile / fit / evaluate / predict and the *_on_batch methods of Model."""
+import numpy as np
+
+from kgraph import data_adapter as data
+from kgraph import tree
+
+
+class Trainer:
+    """The training loop that Model mixes in (Keras's ``compile``/``fit``/``evaluate``/``predict``)."""
+
+    def __init__(self):
+        self.optimizer = None
+        self.compiled = False
+        self.stop_training = False
+        self.history = None
+        self._compile_config = None
+        self._compiled = None
+
+    # ----- compile ------------------------------------------------------------
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
+                run_eagerly=None, steps_per_execution=1, jit_compile=None, auto_scale_loss=None):
+        """Configure the optimizer, the loss(es) and the metrics."""
+        from kgraph import optimizers
+        from kgraph.compile_utils import CompiledLossesAndMetrics
+        self.optimizer = optimizers.get(optimizer)
+        self._compiled = CompiledLossesAndMetrics(self._output_names(), loss, loss_weights, metrics)
+        self._compile_config = {"loss": loss, "loss_weights": loss_weights, "metrics": metrics}
+        self.compiled = True
+        self.stop_training = False
+
+    def _output_names(self):
+        names = getattr(self, "output_names", None)
+        return list(names) if names else ["output"]
+
+    def _input_names(self):
+        names = getattr(self, "input_names", None)
+        return list(names) if names else ["input"]
+
+    def _require_compiled(self, what):
+        if not self.compiled:
+            raise RuntimeError(f"You must call `compile()` on model '{self.name}' before calling `{what}()`.")
+
+    @property
+    def metrics(self):
+        return self._compiled.all_metrics() if self._compiled else []
+
+    @property
+    def metrics_names(self):
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self):
+        for metric in self.metrics:
+            metric.reset_state()
+
+    # ----- steps ---------------------------------------------------------------
+    def _forward(self, xs, training):
+        inputs = xs[0] if len(xs) == 1 else xs
+        return tree.flatten(self(inputs, training=training))
+
+    def compute_loss(self, ys, preds, sample_weights):
+        """Total loss: weighted per-output losses plus the model's added losses."""
+        from kgraph import ops
+        total, per_output = self._compiled.loss(ys, preds, sample_weights)
+        extra = self.losses
+        if extra:
+            total = ops.add(total, ops.sum(ops.stack([ops.sum(loss) for loss in extra])))
+        return total, per_output
+
+    def train_step(self, xs, ys, sample_weights):
+        from kgraph.autodiff import GradientTape
+        variables = self.trainable_weights
+        with GradientTape() as tape:
+            preds = self._forward(xs, training=True)
+            total, per_output = self.compute_loss(ys, preds, sample_weights)
+        grads = tape.gradient(total, variables)
+        self.optimizer.apply(grads, variables)
+        return self._compiled.update_metrics(ys, preds, sample_weights, total, per_output, len(xs[0]))
+
+    def test_step(self, xs, ys, sample_weights):
+        preds = self._forward(xs, training=False)
+        total, per_output = self.compute_loss(ys, preds, sample_weights)
+        return self._compiled.update_metrics(ys, preds, sample_weights, total, per_output, len(xs[0]))
+
+    # ----- data --------------------------------------------------------------------
+    def _prepare(self, x, y, sample_weight, class_weight=None, need_y=True):
+        xs = data.flatten_by_names(x, self._input_names(), "x")
+        ys = data.flatten_by_names(y, self._output_names(), "y") if y is not None else None
+        if need_y and ys is None:
+            raise ValueError(f"Model '{self.name}' needs targets: `y` was not provided.")
+        sws = None
+        if sample_weight is not None:
+            if isinstance(sample_weight, (list, tuple, dict)):
+                sws = data.flatten_by_names(sample_weight, self._output_names(), "sample_weight")
+            else:
+                sws = [np.asarray(sample_weight)] * len(self._output_names())
+        if class_weight is not None:
+            if len(self._output_names()) > 1:
+                raise ValueError("`class_weight` is only supported for models with a single output.")
+            weights = data.class_weights_to_sample_weights(ys[0], class_weight)
+            sws = [weights if sws is None else sws[0] * weights]
+        data.check_cardinality({"x": xs, "y": ys or [], "sample_weight": sws or []})
+        return xs, ys, sws
+
+    @staticmethod
+    def _verbose(verbose):
+        return 1 if verbose == "auto" else int(verbose)
+
+    def _callbacks(self, callbacks, verbose, epochs, steps, with_history):
+        from kgraph import callbacks as cbks
+        items = list(callbacks or [])
+        if with_history:
+            self.history = cbks.History()
+            items.append(self.history)
+        if verbose and not any(isinstance(c, cbks.ProgbarLogger) for c in items):
+            items.insert(0, cbks.ProgbarLogger())
+        cl = cbks.CallbackList(items)
+        cl.set_model(self)
+        cl.set_params({"verbose": verbose, "epochs": epochs, "steps": steps})
+        return cl
+
+    # ----- fit / evaluate / predict -------------------------------------------------
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
+            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
+            steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1):
+        """Train for ``epochs`` epochs; returns the History callback."""
+        self._require_compiled("fit")
+        batch_size = batch_size or 32
+        xs, ys, sws = self._prepare(x, y, sample_weight, class_weight)
+        val = None
+        if validation_data is not None:
+            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+                raise ValueError("`validation_data` should be a tuple `(x_val, y_val)` or "
+                                 f"`(x_val, y_val, val_sample_weight)`. Received: {type(validation_data)}")
+            val = self._prepare(*validation_data) if len(validation_data) == 3 else \
+                self._prepare(validation_data[0], validation_data[1], None)
+        elif validation_split:
+            n_x, n_y = len(xs), len(ys)
+            train, held = data.split_validation(xs + ys + (sws or []), validation_split)
+            xs, ys, sws = train[:n_x], train[n_x:n_x + n_y], (train[n_x + n_y:] or None)
+            val = (held[:n_x], held[n_x:n_x + n_y], held[n_x + n_y:] or None)
+        n = len(xs[0])
+        steps = -(-n // batch_size)
+        verbose = self._verbose(verbose)
+        cl = self._callbacks(callbacks, verbose, epochs, steps, with_history=True)
+        self.stop_training = False
+        cl.on_train_begin()
+        logs = {}
+        for epoch in range(initial_epoch, epochs):
+            self.reset_metrics()
+            cl.on_epoch_begin(epoch)
+            for step, index in enumerate(data.batches(n, batch_size, shuffle)):
+                cl.on_train_batch_begin(step)
+                logs = self.train_step(data.take(xs, index), data.take(ys, index),
+                                       data.take(sws, index) if sws else None)
+                cl.on_train_batch_end(step, logs)
+                if self.stop_training:
+                    break
+            epoch_logs = dict(logs)
+            if val is not None and (epoch + 1) % validation_freq == 0:
+                val_logs = self._evaluate_arrays(*val, validation_batch_size or batch_size, None)
+                epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            cl.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        cl.on_train_end(epoch_logs if epochs > initial_epoch else {})
+        return self.history
+
+    def _evaluate_arrays(self, xs, ys, sws, batch_size, cl):
+        self.reset_metrics()
+        logs = {}
+        for step, index in enumerate(data.batches(len(xs[0]), batch_size, shuffle=False)):
+            if cl:
+                cl.on_test_batch_begin(step)
+            logs = self.test_step(data.take(xs, index), data.take(ys, index),
+                                  data.take(sws, index) if sws else None)
+            if cl:
+                cl.on_test_batch_end(step, logs)
+        return logs
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
+                 callbacks=None, return_dict=False):
+        """Loss and metrics on the given data (a scalar, a list in ``metrics_names`` order, or a dict)."""
+        self._require_compiled("evaluate")
+        batch_size = batch_size or 32
+        xs, ys, sws = self._prepare(x, y, sample_weight)
+        verbose = self._verbose(verbose)
+        cl = self._callbacks(callbacks, verbose, 1, -(-len(xs[0]) // batch_size), with_history=False)
+        cl.on_test_begin()
+        logs = self._evaluate_arrays(xs, ys, sws, batch_size, cl)
+        cl.on_test_end(logs)
+        return self._format_logs(logs, return_dict)
+
+    def _format_logs(self, logs, return_dict):
+        if return_dict:
+            return dict(logs)
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """Model outputs for ``x``, computed in batches (structure as the model's outputs)."""
+        batch_size = batch_size or 32
+        xs = data.flatten_by_names(x, self._input_names(), "x")
+        n = data.check_cardinality({"x": xs})
+        verbose = self._verbose(verbose)
+        cl = self._callbacks(callbacks, 0, 1, -(-n // batch_size), with_history=False)
+        cl.on_predict_begin()
+        chunks = []
+        for step, index in enumerate(data.batches(n, batch_size, shuffle=False)):
+            cl.on_predict_batch_begin(step)
+            chunks.append(self._forward(data.take(xs, index), training=False))
+            cl.on_predict_batch_end(step, {})
+        cl.on_predict_end()
+        flat = [np.concatenate([c[i] for c in chunks], axis=0) for i in range(len(chunks[0]))]
+        return self._pack_outputs(flat)
+
+    def _pack_outputs(self, flat):
+        struct = getattr(self, "_outputs_struct", None)
+        if struct is None and hasattr(self, "functional"):
+            struct = self.functional._outputs_struct
+        if struct is None:
+            return flat[0] if len(flat) == 1 else flat
+        return tree.pack_sequence_as(struct, flat)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """One gradient step on one batch; returns the batch's loss and metrics."""
+        self._require_compiled("train_on_batch")
+        xs, ys, sws = self._prepare(x, y, sample_weight, class_weight)
+        self.reset_metrics()
+        return self._format_logs(self.train_step(xs, ys, sws), return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """Loss and metrics of one batch, without updating weights."""
+        self._require_compiled("test_on_batch")
+        xs, ys, sws = self._prepare(x, y, sample_weight)
+        self.reset_metrics()
+        return self._format_logs(self.test_step(xs, ys, sws), return_dict)
+
+    def predict_on_batch(self, x):
+        """Model outputs for one batch."""
+        xs = data.flatten_by_names(x, self._input_names(), "x")
+        return self._pack_outputs(self._forward(xs, training=False))

@@ -1,0 +1,3 @@
+"""Open Inference Protocol (KServe V2 / Triton REST) server for ONNX models on onnxruntime."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,180 @@
+"""Command line: python -m serve PATH [options]."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from serve.app import create_app
+from serve.repository import Repository, RepositoryError, discover
+from serve.runtime import DEVICES, InferencePool, RuntimeSetupError, default_threads, select_providers
+
+logger = logging.getLogger("serve")
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m serve",
+        description=(
+            "Serve ONNX models with onnxruntime over the Open Inference Protocol "
+            "(KServe V2 / Triton REST), with dynamic batching."
+        ),
+        epilog=(
+            "Dynamic batching merges concurrent requests for a model along axis 0 into one run. "
+            "Turn it off with --no-batching (or --max-batch-size 0). "
+            "A repository's config.pbtxt may set max_batch_size (0: never batch that model) and "
+            "dynamic_batching { max_queue_delay_microseconds: N }, which override the flags for that model."
+        ),
+    )
+    parser.add_argument(
+        "path",
+        metavar="PATH",
+        type=Path,
+        help="an .onnx file (served as model <file stem>, version 1) or a model repository directory "
+        "laid out as DIR/NAME/config.pbtxt (optional) and DIR/NAME/<version>/model.onnx",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    parser.add_argument("--port", type=_count(0), default=8000, help="TCP port (default: %(default)s)")
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="auto",
+        help="auto: CUDA when onnxruntime offers it, else CPU; cuda: fail unless CUDA runs the models "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-batch-size",
+        type=_count(0),
+        default=64,
+        metavar="N",
+        help="most rows one merged run may hold; 0 or 1 turns dynamic batching off (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-batching",
+        action="store_true",
+        help="run every request on its own (same as --max-batch-size 0)",
+    )
+    parser.add_argument(
+        "--max-queue-delay-us",
+        type=_count(0),
+        default=0,
+        metavar="N",
+        help="how long a batch waits for more requests after its first one arrived, in microseconds; "
+        "with 0 a batch takes whatever queued while the previous runs were busy (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=_count(1),
+        default=default_threads(),
+        metavar="N",
+        help="inference threads: how many session runs may be in flight at once (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--intra-op-threads",
+        type=_count(0),
+        default=0,
+        metavar="N",
+        help="threads onnxruntime uses inside one run; 0 lets onnxruntime choose (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-request-bytes",
+        type=_count(1),
+        default=64 * 1024 * 1024,
+        metavar="N",
+        help="largest accepted request body; larger ones get 413 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="log verbosity (default: %(default)s)",
+    )
+    return parser
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, reporting not-ready as soon as a shutdown signal arrives."""
+
+    def __init__(self, config: uvicorn.Config, repository: Repository) -> None:
+        super().__init__(config)
+        self.repository = repository
+
+    def handle_exit(self, sig, frame) -> None:
+        """Start draining: readiness turns 503 while accepted requests finish."""
+        self.repository.begin_drain()
+        super().handle_exit(sig, frame)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server until SIGTERM or SIGINT; returns the process exit status."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        providers = select_providers(args.device)
+        sources = discover(args.path)
+    except (RuntimeSetupError, RepositoryError) as exc:
+        print(f"python -m serve: error: {exc}", file=sys.stderr)
+        return 2
+    max_batch_size = 0 if args.no_batching else args.max_batch_size
+    pool = InferencePool(args.threads)
+    repository = Repository(sources, providers, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us)
+    server: _Server | None = None
+
+    def stop() -> None:
+        server.should_exit = True
+
+    app = create_app(repository, pool, args.max_request_bytes, on_fatal=stop)
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+        lifespan="on",
+        server_header=False,
+    )
+    server = _Server(config, repository)
+    logger.info(
+        "serving %s on http://%s:%d with %s, %d inference thread(s), %s",
+        args.path,
+        args.host,
+        args.port,
+        " > ".join(providers),
+        args.threads,
+        f"batching up to {max_batch_size} rows" if max_batch_size > 1 else "batching off",
+    )
+    # uvicorn re-raises the signal that stopped it once shutdown is complete; a handler
+    # that ignores it keeps the exit status 0 after a graceful drain.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: None)
+    server.run()
+    if repository.state == "failed":
+        return 1
+    logger.info("shut down cleanly")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""Dynamic batching: a per-model queue that merges compatible requests into one session run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from time import perf_counter_ns
+
+import numpy as np
+
+from serve.metrics import ModelStats
+from serve.protocol import InferRequest, ProtocolError
+from serve.runtime import InferencePool, ModelSession, execution_error
+
+logger = logging.getLogger("serve.batcher")
+
+
+class _Job:
+    """One request waiting for, or taking part in, a session run."""
+
+    __slots__ = ("request", "future", "arrival", "enqueued_ns", "result")
+
+    def __init__(self, request: InferRequest, future: asyncio.Future | None, arrival: float) -> None:
+        self.request = request
+        self.future = future
+        self.arrival = arrival
+        self.enqueued_ns = perf_counter_ns()
+        self.result: list[np.ndarray] | ProtocolError | None = None
+
+
+class Batcher:
+    """Merges concurrent requests for one model version along axis 0 and splits the outputs back."""
+
+    def __init__(
+        self,
+        session: ModelSession,
+        pool: InferencePool,
+        stats: ModelStats,
+        max_rows: int,
+        max_delay_s: float,
+    ) -> None:
+        self._session = session
+        self._pool = pool
+        self._stats = stats
+        self.max_rows = max_rows
+        self.max_delay_s = max_delay_s
+        self.enabled = max_rows > 1
+        self._input_names = [spec.name for spec in session.inputs]
+        self._queue: deque[_Job] = deque()
+        self._waiter: asyncio.Future | None = None
+        self._closing = False
+        self._task: asyncio.Task | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self.pending = 0
+
+    def start(self) -> None:
+        """Start the batching loop on the running event loop."""
+        if self.enabled:
+            self._slots = asyncio.Semaphore(self._pool.threads)
+            self._task = asyncio.get_running_loop().create_task(self._batch_loop())
+
+    async def close(self) -> None:
+        """Run every queued request, wait for running batches, then stop the loop."""
+        self._closing = True
+        self._wake()
+        if self._task is not None:
+            await self._task
+            for _ in range(self._pool.threads):
+                await self._slots.acquire()
+
+    async def infer(self, request: InferRequest) -> list[np.ndarray]:
+        """Outputs (in model order) of a validated request, run alone or merged with its neighbours."""
+        loop = asyncio.get_running_loop()
+        self.pending += 1
+        try:
+            if self._task is None or request.key is None:
+                job = _Job(request, None, loop.time())
+                await self._dispatch([job], release=False)
+            else:
+                job = _Job(request, loop.create_future(), loop.time())
+                self._queue.append(job)
+                self._wake()
+                await job.future
+        finally:
+            self.pending -= 1
+        if isinstance(job.result, ProtocolError):
+            raise job.result
+        return job.result
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _wait(self, timeout: float | None) -> None:
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout, _release, waiter) if timeout is not None else None
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    def _take(self, batch: list[_Job], rows: int) -> int:
+        """Move queued jobs that can join the batch into it, keeping the others in order."""
+        queue = self._queue
+        if not batch:
+            head = queue.popleft()
+            batch.append(head)
+            rows = head.request.rows
+        key = batch[0].request.key
+        kept: list[_Job] = []
+        while queue and rows < self.max_rows:
+            job = queue.popleft()
+            if job.request.key == key and rows + job.request.rows <= self.max_rows:
+                batch.append(job)
+                rows += job.request.rows
+            else:
+                kept.append(job)
+        if kept:
+            queue.extendleft(reversed(kept))
+        return rows
+
+    async def _batch_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            # A batch only forms once a run slot is free, so while every slot is busy
+            # the queue keeps growing and the next batch takes what arrived meanwhile.
+            await self._slots.acquire()
+            while not self._queue:
+                if self._closing:
+                    self._slots.release()
+                    return
+                await self._wait(None)
+            batch: list[_Job] = []
+            rows = self._take(batch, 0)
+            deadline = batch[0].arrival + self.max_delay_s
+            while rows < self.max_rows and not self._closing:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                await self._wait(remaining)
+                rows = self._take(batch, rows)
+            loop.create_task(self._dispatch(batch, release=True))
+
+    async def _dispatch(self, batch: list[_Job], release: bool) -> None:
+        try:
+            executions = await self._pool.run(self._execute, batch)
+        except Exception as exc:
+            logger.exception("inference pool failed")
+            error = ProtocolError(f"inference could not be scheduled: {exc}", 500)
+            for job in batch:
+                job.result = error
+            executions = []
+        finally:
+            if release:
+                self._slots.release()
+        stats = self._stats
+        for start_ns, jobs, input_ns, infer_ns, output_ns in executions:
+            queue_ns = sum(start_ns - job.enqueued_ns for job in jobs)
+            rows = sum(job.request.rows for job in jobs)
+            stats.record_execution(rows, len(jobs), queue_ns, input_ns, infer_ns, output_ns)
+        for job in batch:
+            if job.future is not None and not job.future.done():
+                job.future.set_result(None)
+
+    def _execute(self, batch: list[_Job]) -> list[tuple]:
+        """Run a batch in a pool thread; falls back to one run per job if the merged run fails."""
+        if len(batch) > 1:
+            execution = self._run_merged(batch)
+            if execution is not None:
+                return [execution]
+        return [self._run_single(job) for job in batch]
+
+    def _run_merged(self, batch: list[_Job]) -> tuple | None:
+        start = perf_counter_ns()
+        feeds = {name: np.concatenate([job.request.inputs[name] for job in batch]) for name in self._input_names}
+        ready = perf_counter_ns()
+        try:
+            outputs = self._session.run(feeds)
+        except Exception:
+            # One request's values can make a run fail (an index out of range, say);
+            # rerunning each job alone confines the error to the request that caused it.
+            return None
+        done = perf_counter_ns()
+        total = sum(job.request.rows for job in batch)
+        if any(out.ndim == 0 or out.shape[0] != total for out in outputs):
+            return None
+        offset = 0
+        for job in batch:
+            end = offset + job.request.rows
+            job.result = [out[offset:end] for out in outputs]
+            offset = end
+        return start, batch, ready - start, done - ready, perf_counter_ns() - done
+
+    def _run_single(self, job: _Job) -> tuple:
+        start = perf_counter_ns()
+        try:
+            job.result = self._session.run(job.request.inputs)
+        except Exception as exc:
+            job.result = execution_error(exc)
+        done = perf_counter_ns()
+        return start, [job], 0, done - start, 0
+
+
+def _release(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

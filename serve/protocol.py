@@ -1,0 +1,333 @@
+"""Open Inference Protocol tensors: JSON and binary encodings to and from NumPy, with validation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+
+DATATYPES: dict[str, np.dtype] = {
+    "BOOL": np.dtype(np.bool_),
+    "UINT8": np.dtype("<u1"),
+    "UINT16": np.dtype("<u2"),
+    "UINT32": np.dtype("<u4"),
+    "UINT64": np.dtype("<u8"),
+    "INT8": np.dtype("<i1"),
+    "INT16": np.dtype("<i2"),
+    "INT32": np.dtype("<i4"),
+    "INT64": np.dtype("<i8"),
+    "FP16": np.dtype("<f2"),
+    "FP32": np.dtype("<f4"),
+    "FP64": np.dtype("<f8"),
+}
+
+ONNX_TYPES: dict[str, str] = {
+    "tensor(bool)": "BOOL",
+    "tensor(uint8)": "UINT8",
+    "tensor(uint16)": "UINT16",
+    "tensor(uint32)": "UINT32",
+    "tensor(uint64)": "UINT64",
+    "tensor(int8)": "INT8",
+    "tensor(int16)": "INT16",
+    "tensor(int32)": "INT32",
+    "tensor(int64)": "INT64",
+    "tensor(float16)": "FP16",
+    "tensor(float)": "FP32",
+    "tensor(double)": "FP64",
+}
+
+_NUMPY_TO_DATATYPE = {dtype.newbyteorder("="): name for name, dtype in DATATYPES.items()}
+
+# Which kinds of JSON-decoded NumPy arrays each target kind accepts: integers never
+# silently truncate floats, and booleans only come from JSON true/false.
+_ACCEPTED_KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "iuf"}
+_KIND_NAMES = {
+    "b": "booleans",
+    "i": "integers",
+    "u": "integers",
+    "f": "non-integer numbers",
+    "U": "strings",
+    "O": "values that are not all numbers of one kind",
+}
+
+
+class ProtocolError(Exception):
+    """A request the server refuses, with the HTTP status and a message for the client."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """Name, V2 datatype and shape (-1 for a dynamic dim, None for unknown rank) of a model tensor."""
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...] | None
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of this tensor's elements."""
+        return DATATYPES[self.datatype]
+
+    def metadata(self) -> dict:
+        """The tensor's entry in V2 model metadata."""
+        return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape) if self.shape is not None else [-1]}
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What a model version accepts: inputs, outputs and its batching limits."""
+
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    batchable: bool
+    max_rows_per_request: int
+
+
+@dataclass(slots=True)
+class InferRequest:
+    """A validated inference request, ready to be batched."""
+
+    id: str | None
+    inputs: dict[str, np.ndarray]
+    outputs: list[tuple[str, bool]]
+    rows: int
+    key: tuple | None
+
+
+def datatype_of(array: np.ndarray) -> str:
+    """The V2 datatype naming a NumPy array's element type."""
+    try:
+        return _NUMPY_TO_DATATYPE[array.dtype.newbyteorder("=")]
+    except KeyError:
+        raise ProtocolError(f"the model produced an output of type {array.dtype}, which has no V2 datatype", 500) from None
+
+
+def error_body(message: str) -> bytes:
+    """The JSON body of an error response."""
+    return orjson.dumps({"error": message})
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _parameters(obj: dict, where: str) -> dict:
+    params = obj.get("parameters")
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ProtocolError(f"{where} 'parameters' must be a JSON object, got {type(params).__name__}")
+    return params
+
+
+def _flag(params: dict, key: str, default: bool, where: str) -> bool:
+    value = params.get(key, default)
+    if not isinstance(value, bool):
+        raise ProtocolError(f"{where} parameter '{key}' must be true or false, got {value!r}")
+    return value
+
+
+def _check_shape(spec: TensorSpec, shape, max_rows: int, batchable: bool) -> tuple[int, ...]:
+    where = f"input '{spec.name}'"
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise ProtocolError(f"{where} 'shape' must be a list of non-negative integers, got {shape!r}")
+    if spec.shape is not None:
+        if len(shape) != len(spec.shape):
+            raise ProtocolError(
+                f"{where} has shape {_shape_text(shape)} of rank {len(shape)}, "
+                f"the model expects rank {len(spec.shape)} shape {_shape_text(spec.shape)}"
+            )
+        for axis, (got, want) in enumerate(zip(shape, spec.shape)):
+            if want >= 0 and got != want:
+                raise ProtocolError(
+                    f"{where} has shape {_shape_text(shape)}, the model expects {_shape_text(spec.shape)} "
+                    f"(dim {axis} must be {want}, got {got})"
+                )
+    if batchable and max_rows and shape[0] > max_rows:
+        raise ProtocolError(f"{where} has batch size {shape[0]}, the model's max_batch_size is {max_rows}")
+    return tuple(shape)
+
+
+def _json_tensor(spec: TensorSpec, data, shape: tuple[int, ...], count: int) -> np.ndarray:
+    where = f"input '{spec.name}'"
+    try:
+        array = np.array(data)
+    except (ValueError, TypeError, OverflowError):
+        raise ProtocolError(f"{where} 'data' must be a flat or rectangular nested list of numbers") from None
+    target = spec.dtype
+    kind = array.dtype.kind
+    if array.size and kind not in _ACCEPTED_KINDS[target.kind]:
+        holds = _KIND_NAMES.get(kind, f"values of NumPy kind '{kind}'")
+        raise ProtocolError(f"{where} has datatype {spec.datatype} but its 'data' holds {holds}")
+    if array.size != count:
+        raise ProtocolError(
+            f"{where} has shape {_shape_text(shape)} which needs {count} elements, 'data' has {array.size}"
+        )
+    if target.kind in "iu" and array.size:
+        info = np.iinfo(target)
+        low, high = array.min(), array.max()
+        if low < info.min or high > info.max:
+            raise ProtocolError(
+                f"{where} has datatype {spec.datatype} whose range is [{info.min}, {info.max}], 'data' holds {low if low < info.min else high}"
+            )
+    return array.astype(target, copy=False).reshape(shape)
+
+
+def _binary_tensor(spec: TensorSpec, size, blob: memoryview, offset: int, shape, count: int) -> np.ndarray:
+    where = f"input '{spec.name}'"
+    if type(size) is not int or size < 0:
+        raise ProtocolError(f"{where} parameter 'binary_data_size' must be a non-negative integer, got {size!r}")
+    expected = count * spec.dtype.itemsize
+    if size != expected:
+        raise ProtocolError(
+            f"{where} has shape {_shape_text(shape)} and datatype {spec.datatype}, which take {expected} bytes, "
+            f"'binary_data_size' says {size}"
+        )
+    if offset + size > len(blob):
+        raise ProtocolError(
+            f"{where} needs {size} binary bytes at offset {offset}, the binary part of the body has only {len(blob)} bytes"
+        )
+    array = np.frombuffer(blob, dtype=spec.dtype, count=count, offset=offset).reshape(shape)
+    if spec.datatype == "BOOL" and count and array.view(np.uint8).max() > 1:
+        raise ProtocolError(f"{where} is BOOL, its binary bytes must each be 0 or 1")
+    return array
+
+
+def parse_infer_request(body: bytes, header_length: int | None, signature: Signature) -> InferRequest:
+    """Validate an inference request body (JSON, or JSON header plus binary tensors) against a model."""
+    if header_length is None:
+        header, blob = body, memoryview(b"")
+    else:
+        if header_length > len(body):
+            raise ProtocolError(
+                f"Inference-Header-Content-Length is {header_length} but the body has only {len(body)} bytes"
+            )
+        view = memoryview(body)
+        header, blob = view[:header_length], view[header_length:]
+    try:
+        request = orjson.loads(header)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"malformed JSON in request: {exc}") from None
+    if not isinstance(request, dict):
+        raise ProtocolError(f"the request must be a JSON object, got {type(request).__name__}")
+    request_id = request.get("id")
+    if request_id is not None and not isinstance(request_id, str):
+        raise ProtocolError(f"request 'id' must be a string, got {request_id!r}")
+    binary_default = _flag(_parameters(request, "request"), "binary_data_output", False, "request")
+
+    raw_inputs = request.get("inputs")
+    if not isinstance(raw_inputs, list) or not raw_inputs:
+        raise ProtocolError("request 'inputs' must be a non-empty list of tensors")
+    specs = {spec.name: spec for spec in signature.inputs}
+    inputs: dict[str, np.ndarray] = {}
+    offset = 0
+    for raw in raw_inputs:
+        if not isinstance(raw, dict):
+            raise ProtocolError(f"each entry of 'inputs' must be a JSON object, got {type(raw).__name__}")
+        name = raw.get("name")
+        spec = specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise ProtocolError(f"unknown input {name!r}; the model's inputs are {', '.join(specs)}")
+        if name in inputs:
+            raise ProtocolError(f"input '{name}' is given more than once")
+        datatype = raw.get("datatype")
+        if datatype != spec.datatype:
+            raise ProtocolError(f"input '{name}' has datatype {datatype!r}, the model expects {spec.datatype}")
+        shape = _check_shape(spec, raw.get("shape"), signature.max_rows_per_request, signature.batchable)
+        count = math.prod(shape)
+        params = _parameters(raw, f"input '{name}'")
+        size = params.get("binary_data_size")
+        if size is not None:
+            if "data" in raw:
+                raise ProtocolError(f"input '{name}' has both 'data' and 'binary_data_size'; send one of them")
+            if header_length is None:
+                raise ProtocolError(
+                    f"input '{name}' has 'binary_data_size' but the request has no Inference-Header-Content-Length header"
+                )
+            inputs[name] = _binary_tensor(spec, size, blob, offset, shape, count)
+            offset += size
+        elif "data" in raw:
+            inputs[name] = _json_tensor(spec, raw["data"], shape, count)
+        elif "shared_memory_region" in params:
+            raise ProtocolError(f"input '{name}' uses shared memory, which this server does not support")
+        else:
+            raise ProtocolError(f"input '{name}' has neither 'data' nor parameters.binary_data_size")
+    if offset != len(blob):
+        raise ProtocolError(
+            f"the binary part of the body has {len(blob)} bytes, the inputs' binary_data_size add up to {offset}"
+        )
+    missing = [name for name in specs if name not in inputs]
+    if missing:
+        raise ProtocolError(f"missing input(s) {', '.join(missing)}; the model needs {', '.join(specs)}")
+
+    outputs = _requested_outputs(request.get("outputs"), signature, binary_default)
+    rows, key = _batch_key(inputs, signature)
+    return InferRequest(request_id, inputs, outputs, rows, key)
+
+
+def _requested_outputs(raw_outputs, signature: Signature, binary_default: bool) -> list[tuple[str, bool]]:
+    names = [spec.name for spec in signature.outputs]
+    if raw_outputs is None or raw_outputs == []:
+        return [(name, binary_default) for name in names]
+    if not isinstance(raw_outputs, list):
+        raise ProtocolError(f"request 'outputs' must be a list, got {type(raw_outputs).__name__}")
+    requested: list[tuple[str, bool]] = []
+    for raw in raw_outputs:
+        if not isinstance(raw, dict):
+            raise ProtocolError(f"each entry of 'outputs' must be a JSON object, got {type(raw).__name__}")
+        name = raw.get("name")
+        if not isinstance(name, str) or name not in names:
+            raise ProtocolError(f"unknown output {name!r}; the model's outputs are {', '.join(names)}")
+        if any(name == seen for seen, _ in requested):
+            raise ProtocolError(f"output '{name}' is requested more than once")
+        params = _parameters(raw, f"output '{name}'")
+        if params.get("classification"):
+            raise ProtocolError(f"output '{name}' asks for classification, which this server does not support")
+        requested.append((name, _flag(params, "binary_data", binary_default, f"output '{name}'")))
+    return requested
+
+
+def _batch_key(inputs: dict[str, np.ndarray], signature: Signature) -> tuple[int, tuple | None]:
+    """Rows along axis 0 and the key that mergeable requests share (None: never merge)."""
+    if not signature.batchable:
+        return 1, None
+    arrays = list(inputs.values())
+    rows = arrays[0].shape[0]
+    if any(a.shape[0] != rows for a in arrays):
+        return rows, None
+    return rows, tuple((name, a.shape[1:]) for name, a in inputs.items())
+
+
+def encode_infer_response(
+    model_name: str,
+    model_version: str,
+    request_id: str | None,
+    outputs: list[tuple[str, np.ndarray, bool]],
+) -> tuple[bytes, int | None]:
+    """The response body, and the JSON header length when binary tensors follow it."""
+    entries = []
+    blobs = []
+    for name, array, binary in outputs:
+        entry = {"name": name, "datatype": datatype_of(array), "shape": list(array.shape)}
+        if binary:
+            raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+            entry["parameters"] = {"binary_data_size": len(raw)}
+            blobs.append(raw)
+        else:
+            entry["data"] = np.ascontiguousarray(array).reshape(-1)
+        entries.append(entry)
+    response = {"model_name": model_name, "model_version": model_version}
+    if request_id is not None:
+        response["id"] = request_id
+    response["outputs"] = entries
+    header = orjson.dumps(response, option=orjson.OPT_SERIALIZE_NUMPY)
+    if not blobs:
+        return header, None
+    return b"".join([header, *blobs]), len(header)

@@ -1,0 +1,134 @@
+"""onnxruntime sessions, execution providers and the inference thread pool."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from serve.protocol import ONNX_TYPES, ProtocolError, TensorSpec
+
+CUDA = "CUDAExecutionProvider"
+CPU = "CPUExecutionProvider"
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class RuntimeSetupError(Exception):
+    """A model or device that cannot be served, with a message for the operator."""
+
+
+def select_providers(device: str) -> list[str]:
+    """Execution providers for a --device choice, failing when CUDA is demanded but absent."""
+    available = ort.get_available_providers()
+    if device == "cpu":
+        return [CPU]
+    if device == "cuda":
+        if CUDA not in available:
+            raise RuntimeSetupError(
+                "--device cuda needs onnxruntime's CUDAExecutionProvider, but this onnxruntime "
+                f"(version {ort.__version__}) offers only {', '.join(available)}; install onnxruntime-gpu "
+                "with a matching CUDA runtime, or use --device cpu"
+            )
+        return [CUDA, CPU]
+    if device == "auto":
+        return [CUDA, CPU] if CUDA in available else [CPU]
+    raise RuntimeSetupError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+
+
+def _tensor_specs(args, path: Path, role: str) -> tuple[TensorSpec, ...]:
+    specs = []
+    for arg in args:
+        datatype = ONNX_TYPES.get(arg.type)
+        if datatype is None:
+            raise RuntimeSetupError(
+                f"{path}: {role} '{arg.name}' has type {arg.type}; the server carries only numeric and "
+                f"boolean tensors ({', '.join(sorted(ONNX_TYPES))})"
+            )
+        shape = None if arg.shape is None else tuple(d if isinstance(d, int) and d >= 0 else -1 for d in arg.shape)
+        specs.append(TensorSpec(arg.name, datatype, shape))
+    return tuple(specs)
+
+
+class ModelSession:
+    """One onnxruntime InferenceSession with its tensor specs and active provider."""
+
+    def __init__(self, path: Path, providers: list[str], intra_op_threads: int) -> None:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if intra_op_threads:
+            options.intra_op_num_threads = intra_op_threads
+        # Spinning pool threads keep a core busy after each run; on a server the event
+        # loop and the other requests need that core more than a run needs a faster wakeup.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            self.session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+        except Exception as exc:
+            raise RuntimeSetupError(f"{path}: onnxruntime cannot load the model: {exc}") from None
+        active = self.session.get_providers()
+        if providers[0] == CUDA and CUDA not in active:
+            raise RuntimeSetupError(
+                f"{path}: CUDAExecutionProvider was requested but onnxruntime fell back to {', '.join(active)} "
+                "(check the CUDA and cuDNN libraries onnxruntime-gpu needs)"
+            )
+        self.provider = active[0]
+        self.inputs = _tensor_specs(self.session.get_inputs(), path, "input")
+        self.outputs = _tensor_specs(self.session.get_outputs(), path, "output")
+        self.output_names = [spec.name for spec in self.outputs]
+        self.path = path
+
+    def has_batch_axis(self) -> bool:
+        """Whether every input, and every output of known rank, has a dynamic first dim."""
+
+        def batched(shape) -> bool:
+            return shape is not None and len(shape) >= 1 and shape[0] == -1
+
+        return all(batched(s.shape) for s in self.inputs) and all(
+            batched(s.shape) for s in self.outputs if s.shape is not None
+        )
+
+    def warmup(self) -> None:
+        """Run the model once on zeros (dynamic dims 1) so the first request pays no setup cost."""
+        feeds = {
+            spec.name: np.zeros(tuple(1 if d < 0 else d for d in (spec.shape or (1,))), dtype=spec.dtype)
+            for spec in self.inputs
+        }
+        try:
+            self.session.run(self.output_names, feeds)
+        except Exception as exc:
+            raise RuntimeSetupError(f"{self.path}: warm-up run on zeros failed: {exc}") from None
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Run the model on named inputs, returning every output in model order."""
+        return self.session.run(self.output_names, feeds)
+
+
+def execution_error(exc: Exception) -> ProtocolError:
+    """The client-facing error for a failed session run: 400 when onnxruntime blames the input."""
+    message = str(exc).strip() or type(exc).__name__
+    status = 400 if type(exc).__name__ in ("InvalidArgument", "NotImplemented") else 500
+    return ProtocolError(f"model execution failed: {message}", status)
+
+
+class InferencePool:
+    """A bounded thread pool that keeps session runs off the event loop."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="serve-infer")
+
+    def run(self, fn, *args) -> asyncio.Future:
+        """Schedule fn(*args) on the pool and return an awaitable for its result."""
+        return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def shutdown(self) -> None:
+        """Stop the pool's threads once queued work is done."""
+        self._executor.shutdown(wait=True, cancel_futures=False)
+
+
+def default_threads() -> int:
+    """Pool size when --threads is not given: enough to overlap runs without oversubscribing."""
+    return max(1, min(4, os.cpu_count() or 1))
