@@ -1,0 +1,13 @@
+"""Differentiable array ops on NumPy arrays, with ``keras.ops`` names and arguments.
+
+Every op accepts ndarrays, Python scalars and ``Variable``s, returns a new
+ndarray, and is recorded by an active ``kgraph.autodiff.GradientTape``.
+"""
+from kgraph.ops.math import *  # noqa: F401,F403
+from kgraph.ops.math import __all__ as _math_all
+from kgraph.ops.nn import *  # noqa: F401,F403
+from kgraph.ops.nn import __all__ as _nn_all
+from kgraph.ops.shape import *  # noqa: F401,F403
+from kgraph.ops.shape import __all__ as _shape_all
+
+__all__ = sorted(_math_all + _shape_all + _nn_all)

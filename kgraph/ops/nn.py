@@ -1,0 +1,233 @@
+"""Activations and fused neural-network ops, named as in ``keras.ops``."""
+import math as _pymath
+
+import numpy as np
+
+from kgraph import backend
+from kgraph.autodiff import _value, primitive
+from kgraph.ops.math import _count, _erf_values, _reduced_axes
+
+__all__ = [
+    "dense", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu", "log_sigmoid",
+    "log_softmax", "moments", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "softmax",
+    "softplus", "softsign", "swish",
+]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_GELU_C = _pymath.sqrt(2 / _pymath.pi)
+_INV_SQRT_2 = 1 / _pymath.sqrt(2)
+_INV_SQRT_2PI = 1 / _pymath.sqrt(2 * _pymath.pi)
+
+
+def _sigmoid(x):
+    # exp of a non-positive number never overflows, whatever the sign of x.
+    e = np.exp(-np.abs(x))
+    r = 1 / (1 + e)
+    return np.where(x >= 0, r, e * r)
+
+
+@primitive
+def relu(x):
+    """``max(x, 0)`` (gradient 0 at 0)."""
+    return np.maximum(x, 0), lambda g: g * (x > 0)
+
+
+@primitive
+def relu6(x):
+    """``min(max(x, 0), 6)``."""
+    return np.clip(x, 0, 6), lambda g: g * ((x > 0) & (x < 6))
+
+
+@primitive
+def sigmoid(x):
+    """Logistic sigmoid ``1 / (1 + exp(-x))``, stable for large ``|x|``."""
+    out = _sigmoid(x)
+    return out, lambda g: g * out * (1 - out)
+
+
+@primitive
+def softplus(x):
+    """``log(1 + exp(x))``, stable for large ``|x|``."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))), lambda g: g * _sigmoid(x)
+
+
+@primitive
+def log_sigmoid(x):
+    """``log(sigmoid(x))``, stable for large ``|x|``."""
+    out = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    return out, lambda g: g * (1 - _sigmoid(x))
+
+
+@primitive
+def softsign(x):
+    """``x / (1 + |x|)``."""
+    d = 1 + np.abs(x)
+    return x / d, lambda g: g / (d * d)
+
+
+@primitive
+def silu(x):
+    """``x * sigmoid(x)`` (also called swish)."""
+    s = _sigmoid(x)
+    return x * s, lambda g: g * (s * (1 + x * (1 - s)))
+
+
+swish = silu
+
+
+@primitive(num_inputs=1)
+def leaky_relu(x, negative_slope=0.2):
+    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
+    positive = x >= 0
+    return np.where(positive, x, negative_slope * x), lambda g: np.where(positive, g, negative_slope * g)
+
+
+def _elu(x, alpha):
+    neg = np.minimum(x, 0)
+    out = np.where(x > 0, x, alpha * np.expm1(neg))
+    return out, lambda g: np.where(x > 0, g, g * (alpha * np.exp(neg)))
+
+
+@primitive(num_inputs=1)
+def elu(x, alpha=1.0):
+    """``x`` where ``x > 0``, ``alpha * (exp(x) - 1)`` elsewhere."""
+    return _elu(x, alpha)
+
+
+@primitive
+def selu(x):
+    """Scaled ELU with the self-normalizing constants."""
+    out, vjp = _elu(x, _SELU_ALPHA)
+    return out * _SELU_SCALE, lambda g: vjp(g * _SELU_SCALE)
+
+
+@primitive(num_inputs=1)
+def gelu(x, approximate=True):
+    """Gaussian error linear unit ``x * Phi(x)``.
+
+    Args:
+        approximate: use the tanh approximation (the ``keras.ops`` default);
+            False uses the exact erf form (the ``keras.activations`` default).
+    """
+    x = np.asarray(x)
+    if approximate:
+        x2 = x * x
+        t = np.tanh(_GELU_C * (x + 0.044715 * x2 * x))
+        out = 0.5 * x * (1 + t)
+
+        def vjp(g):
+            return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x2))
+
+        return out, vjp
+    cdf = 0.5 * (1 + _erf_values(x * _INV_SQRT_2))
+    return x * cdf, lambda g: g * (cdf + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
+
+
+@primitive
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``."""
+    return np.clip(x / 6 + 0.5, 0, 1), lambda g: g * (((x > -3) & (x < 3)) / 6)
+
+
+@primitive
+def hard_silu(x):
+    """``x * hard_sigmoid(x)`` (also called hard swish)."""
+    hs = np.clip(x / 6 + 0.5, 0, 1)
+    return x * hs, lambda g: g * (hs + x * (((x > -3) & (x < 3)) / 6))
+
+
+hard_swish = hard_silu
+
+
+@primitive(num_inputs=1)
+def softmax(x, axis=-1):
+    """Softmax over ``axis`` (an int or a tuple), shifted by the max for stability."""
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    out = e / np.sum(e, axis=axis, keepdims=True)
+    return out, lambda g: out * (g - np.sum(g * out, axis=axis, keepdims=True))
+
+
+@primitive(num_inputs=1)
+def log_softmax(x, axis=-1):
+    """``log(softmax(x))`` over ``axis``, computed without overflow."""
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    out = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    # exp(out) <= 1: the VJP never exponentiates a large number.
+    return out, lambda g: g - np.exp(out) * np.sum(g, axis=axis, keepdims=True)
+
+
+@primitive(num_inputs=1)
+def moments(x, axes, keepdims=False):
+    """Return ``(mean, variance)`` of ``x`` over ``axes`` in one pass over the data."""
+    x = np.asarray(x)
+    mu = np.mean(x, axis=axes, keepdims=True)
+    centered = x - mu
+    variance = np.mean(centered * centered, axis=axes, keepdims=True)
+    kshape = mu.shape
+    if keepdims:
+        mu_out, var_out = mu, variance
+    else:
+        reduced = _reduced_axes(axes, x.ndim)
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in reduced)
+        mu_out, var_out = mu.reshape(shape), variance.reshape(shape)
+    n = _count(x.shape, axes)
+
+    def vjp(gs):
+        g_mean, g_var = gs
+        return g_mean.reshape(kshape) / n + centered * (g_var.reshape(kshape) * (2 / n))
+
+    return (mu_out, var_out), vjp
+
+
+@primitive(num_inputs=3)
+def dense(x, kernel, bias=None):
+    """Fused ``x @ kernel + bias`` recorded as one op.
+
+    Args:
+        x: inputs of shape ``(..., in)``.
+        kernel: weights of shape ``(in, out)``.
+        bias: optional ``(out,)`` offsets.
+    """
+    x = np.asarray(x)
+    if np.ndim(kernel) != 2 or x.ndim == 0 or x.shape[-1] != kernel.shape[0]:
+        raise ValueError(
+            "dense expects x of shape (..., in) and a kernel of shape (in, out). "
+            f"Received: x.shape={x.shape}, kernel.shape={np.shape(kernel)}"
+        )
+    out = np.matmul(x, kernel)
+    if bias is not None:
+        if np.ndim(bias) <= 1:
+            out += bias  # out is a fresh array: add in place, saving an allocation
+        else:
+            out = out + bias
+
+    def vjp(g):
+        def d_x():
+            return np.matmul(g, kernel.T)
+
+        def d_kernel():
+            if x.ndim == 1:
+                return np.outer(x, g)
+            if x.ndim == 2:
+                return np.matmul(x.T, g)
+            return np.matmul(x.reshape(-1, x.shape[-1]).T, g.reshape(-1, g.shape[-1]))
+
+        def d_bias():
+            return g.sum(axis=tuple(range(g.ndim - 1)))
+
+        return d_x, d_kernel, None if bias is None else d_bias
+
+    return out, vjp
+
+
+def one_hot(x, num_classes, axis=-1, dtype=None):
+    """One-hot encode integer ``x`` with ``num_classes`` classes on ``axis`` (no gradient).
+
+    Out-of-range indices give all-zero rows. ``dtype`` defaults to floatx.
+    """
+    x = np.asarray(_value(x))
+    out = (x[..., None] == np.arange(num_classes)).astype(backend.standardize_dtype(dtype))
+    if axis != -1:
+        out = np.moveaxis(out, -1, axis)
+    return out
