@@ -280,8 +280,9 @@ def clip(x, x_min, x_max):
     out = np.clip(x, x_min, x_max)
 
     def vjp(g):
-        below = np.less(x, x_min)
-        above = np.greater(x, x_max)
+        # np.clip is minimum(maximum(x, x_min), x_max): x_max wins when the bounds cross.
+        above = np.greater(np.maximum(x, x_min), x_max)
+        below = np.less(x, x_min) & ~above
         return (
             lambda: np.where(below | above, 0, g),
             lambda: np.where(below, g, 0),
