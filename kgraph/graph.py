@@ -76,8 +76,10 @@ def group_by_depth(nodes, node_depths, layer_depths, layer_indices):
             seen.add(id(layer))
             layers_by_depth[layer_depths[id(layer)]].append(layer)
     for depth in layers_by_depth:
-        layers_by_depth[depth].sort(key=lambda layer: layer_indices[id(layer)])
-        nodes_by_depth[depth].sort(key=lambda node: layer_indices[id(node.outbound_layer)])
+        if len(layers_by_depth[depth]) > 1:
+            layers_by_depth[depth].sort(key=lambda layer: layer_indices[id(layer)])
+        if len(nodes_by_depth[depth]) > 1:
+            nodes_by_depth[depth].sort(key=lambda node: layer_indices[id(node.outbound_layer)])
     return dict(nodes_by_depth), dict(layers_by_depth)
 
 

@@ -72,7 +72,7 @@ class Layer:
 
     # ----- tracking -------------------------------------------------------
     def __setattr__(self, name, value):
-        if not name.startswith("_"):
+        if name[0] != "_" and (isinstance(value, Layer) or (type(value) in (list, tuple) and value)):
             for item in (value if isinstance(value, (list, tuple)) else [value]):
                 if isinstance(item, Layer) and item is not self and not any(item is l for l in self._layers):
                     self._layers.append(item)
@@ -251,8 +251,10 @@ class Layer:
         if not args:
             raise ValueError(f"Layer '{self.name}' was called without inputs. Pass the inputs as the "
                              "first positional argument.")
-        flat = tree.flatten([list(args), kwargs])
-        symbolic = any(isinstance(t, KerasTensor) for t in flat)
+        if len(args) == 1 and not kwargs:
+            symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten(args[0]))
+        else:
+            symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten([list(args), kwargs]))
         assert_input_compatibility(self.input_spec, args[0], self.name)
         if symbolic:
             self._maybe_build(args)

@@ -20,13 +20,19 @@ class Node:
         self.outbound_layer = layer
         self.call_args = tuple(call_args)
         self.call_kwargs = dict(call_kwargs or {})
-        flat = tree.flatten([list(self.call_args), self.call_kwargs])
-        self.input_tensors = [t for t in flat if isinstance(t, KerasTensor)]
+        if len(self.call_args) == 1 and not self.call_kwargs and isinstance(self.call_args[0], KerasTensor):
+            self.input_tensors = [self.call_args[0]]
+        else:
+            flat = tree.flatten([list(self.call_args), self.call_kwargs])
+            self.input_tensors = [t for t in flat if isinstance(t, KerasTensor)]
         self.arguments = {k: v for k, v in self.call_kwargs.items()
                           if not any(isinstance(t, KerasTensor) for t in tree.flatten(v))}
         self.outputs = outputs
-        self.output_tensors = [t for t in tree.flatten(outputs) if isinstance(t, KerasTensor)] \
-            if outputs is not None else []
+        if isinstance(outputs, KerasTensor):
+            self.output_tensors = [outputs]
+        else:
+            self.output_tensors = [t for t in tree.flatten(outputs) if isinstance(t, KerasTensor)] \
+                if outputs is not None else []
         for t in self.input_tensors:
             if t._keras_history is None:
                 raise ValueError(
