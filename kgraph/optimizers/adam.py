@@ -1,0 +1,54 @@
+"""Adam: adaptive moment estimation."""
+import math
+
+import numpy as np
+
+from kgraph.optimizers.optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """Adam, with Keras 3's update.
+
+    ``m += (g - m) * (1 - beta_1)``; ``v += (g**2 - v) * (1 - beta_2)``;
+    ``w -= m * alpha / (sqrt(v) + epsilon)`` where
+    ``alpha = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)`` at step ``t``.
+
+    amsgrad: divide by the running maximum of ``v`` instead of ``v``.
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, name=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, clipnorm=clipnorm,
+                         clipvalue=clipvalue, global_clipnorm=global_clipnorm, name=name, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.amsgrad = amsgrad
+
+    def slot_names(self):
+        return ["momentum", "velocity", "velocity_hat"] if self.amsgrad else ["momentum", "velocity"]
+
+    def update_step(self, gradient, value, slots, learning_rate, scratch):
+        m, v = slots[0], slots[1]
+        t = self.iterations + 1
+        alpha = learning_rate * math.sqrt(1.0 - self.beta_2**t) / (1.0 - self.beta_1**t)
+        np.subtract(gradient, m, out=scratch)
+        scratch *= 1.0 - self.beta_1
+        m += scratch
+        np.square(gradient, out=scratch)
+        scratch -= v
+        scratch *= 1.0 - self.beta_2
+        v += scratch
+        if self.amsgrad:
+            v_hat = slots[2]
+            np.maximum(v_hat, v, out=v_hat)
+            v = v_hat
+        np.sqrt(v, out=scratch)
+        scratch += self.epsilon
+        np.divide(m, scratch, out=scratch)
+        scratch *= alpha
+        np.subtract(value, scratch, out=value)
+
+    def get_config(self):
+        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
+                "epsilon": self.epsilon, "amsgrad": self.amsgrad}

@@ -1,0 +1,303 @@
+"""The ``Optimizer`` base: slot state, gradient clipping, weight decay and the learning rate.
+
+Updates write straight into each variable's ``value`` array with in-place
+NumPy ufuncs, so a step allocates nothing beyond one scratch array per
+variable (kept between steps).
+"""
+import math
+import re
+import warnings
+
+import numpy as np
+
+from kgraph.optimizers import schedules
+from kgraph.variable import Variable
+
+
+def _snake_case(name):
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+def _validate_learning_rate(learning_rate):
+    if isinstance(learning_rate, schedules.LearningRateSchedule) or callable(learning_rate):
+        return learning_rate
+    if isinstance(learning_rate, (bool, str)) or not np.isscalar(learning_rate) and np.ndim(learning_rate) != 0:
+        raise ValueError(
+            "Argument `learning_rate` should be a float, a LearningRateSchedule, or a callable "
+            f"taking no arguments. Received: learning_rate={learning_rate!r}"
+        )
+    return float(learning_rate)
+
+
+class Optimizer:
+    """Base class: subclasses list their slots and implement ``update_step``.
+
+    learning_rate: a float, a ``LearningRateSchedule`` (evaluated at
+        ``iterations``) or a callable with no arguments.
+    weight_decay: decoupled decay; before each update a variable is scaled by
+        ``1 - weight_decay * learning_rate``.
+    clipnorm: clip each gradient to this L2 norm.
+    clipvalue: clip each gradient element to ``[-clipvalue, clipvalue]``.
+    global_clipnorm: scale all gradients together so their joint L2 norm is
+        at most this.
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay=None,
+        clipnorm=None,
+        clipvalue=None,
+        global_clipnorm=None,
+        name=None,
+        **kwargs,
+    ):
+        if kwargs:
+            raise ValueError(f"Argument(s) not recognized: {kwargs}")
+        if sum(arg is not None for arg in (clipnorm, clipvalue, global_clipnorm)) > 1:
+            raise ValueError(
+                "Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. "
+                f"Received: clipnorm={clipnorm}, clipvalue={clipvalue}, global_clipnorm={global_clipnorm}"
+            )
+        self.name = name or _snake_case(type(self).__name__)
+        self.weight_decay = weight_decay
+        self.clipnorm = clipnorm
+        self.clipvalue = clipvalue
+        self.global_clipnorm = global_clipnorm
+        self.iterations = 0
+        self._learning_rate = _validate_learning_rate(learning_rate)
+        # Variables with slots, in build order, and per slot name a list of
+        # slot Variables parallel to it: plain lists pickle together with the
+        # model's own Variables and keep their identity.
+        self._trainable_variables = []
+        self._slots = {}
+        self._exclude_variables = []
+        self._exclude_names = []
+        self._warned_missing = set()
+        self._reset_caches()
+
+    def _reset_caches(self):
+        # id()-keyed lookups and scratch buffers: rebuilt on demand, never pickled.
+        self._index = None
+        self._scratch = {}
+        self._decay_flags = {}
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for key in ("_index", "_scratch", "_decay_flags"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._reset_caches()
+
+    def slot_names(self):
+        """Names of the per-variable state arrays this optimizer keeps."""
+        return []
+
+    def slot_initial_value(self, slot_name):
+        """The value a new slot array is filled with."""
+        return 0.0
+
+    def update_step(self, gradient, value, slots, learning_rate, scratch):
+        """Update ``value`` in place from ``gradient``.
+
+        slots: this variable's slot arrays, in ``slot_names()`` order, to be
+            updated in place too.
+        scratch: a free array of the variable's shape and dtype.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement update_step().")
+
+    @property
+    def learning_rate(self):
+        """The current learning rate as a float."""
+        lr = self._learning_rate
+        if isinstance(lr, schedules.LearningRateSchedule):
+            return float(lr(self.iterations))
+        if callable(lr):
+            return float(lr())
+        return lr
+
+    @learning_rate.setter
+    def learning_rate(self, learning_rate):
+        learning_rate = _validate_learning_rate(learning_rate)
+        if isinstance(self._learning_rate, schedules.LearningRateSchedule) and not callable(learning_rate):
+            raise TypeError(
+                "This optimizer was created with a `LearningRateSchedule` object as its "
+                "`learning_rate` constructor argument, hence its learning rate is not settable. "
+                "If you need the learning rate to be settable, you should instantiate the "
+                "optimizer with a float `learning_rate` argument."
+            )
+        self._learning_rate = learning_rate
+
+    @property
+    def variables(self):
+        """The slot Variables, grouped by slot name, each group in build order."""
+        return [slot for name in self.slot_names() for slot in self._slots.get(name, [])]
+
+    @property
+    def built(self):
+        return bool(self._trainable_variables)
+
+    def _lookup(self):
+        if self._index is None or len(self._index) != len(self._trainable_variables):
+            self._index = {id(v): i for i, v in enumerate(self._trainable_variables)}
+        return self._index
+
+    def build(self, variables):
+        """Create slots for each of ``variables`` that has none yet."""
+        index = self._lookup()
+        for variable in variables:
+            if id(variable) in index:
+                continue
+            index[id(variable)] = len(self._trainable_variables)
+            self._trainable_variables.append(variable)
+            for slot_name in self.slot_names():
+                value = np.full(variable.shape, self.slot_initial_value(slot_name), dtype=variable.dtype)
+                path = getattr(variable, "path", variable.name)
+                slot = Variable(value, name=f"{variable.name}_{slot_name}", trainable=False,
+                                path=f"{self.name}/{path}_{slot_name}")
+                self._slots.setdefault(slot_name, []).append(slot)
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        """Exempt variables from weight decay: those in ``var_list``, or whose
+        name contains any string of ``var_names``."""
+        self._exclude_variables = list(var_list or [])
+        self._exclude_names = list(var_names or [])
+        self._decay_flags = {}
+
+    def _uses_weight_decay(self, index, variable):
+        flag = self._decay_flags.get(index)
+        if flag is None:
+            excluded = any(variable is v for v in self._exclude_variables) or any(
+                re.search(pattern, variable.name) for pattern in self._exclude_names
+            )
+            flag = self._decay_flags[index] = not excluded
+        return flag
+
+    def apply_gradients(self, grads_and_vars):
+        """Apply ``[(gradient, variable), ...]``; returns ``iterations``."""
+        pairs = list(grads_and_vars)
+        if pairs:
+            grads, variables = zip(*pairs)
+            self.apply(grads, variables)
+        return self.iterations
+
+    def apply(self, grads, trainable_variables=None):
+        """Update ``trainable_variables`` (default: those already built) from ``grads``.
+
+        A ``None`` gradient skips its variable (with a one-time warning naming it).
+        """
+        grads = list(grads)
+        if trainable_variables is None:
+            if not self.built:
+                raise ValueError(
+                    "When passing `grads` without `trainable_variables`, the optimizer must already "
+                    "be built on a list of variables. Call `optimizer.build(trainable_variables)` first."
+                )
+            trainable_variables = self._trainable_variables
+        trainable_variables = list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(
+                f"Expected one gradient per variable. Received {len(grads)} gradients "
+                f"for {len(trainable_variables)} variables."
+            )
+        if not grads:
+            return
+        self.build(trainable_variables)
+        grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
+        grads = [self._as_gradient(g, v) for g, v in zip(grads, trainable_variables)]
+        grads = self._clip_gradients(grads)
+        learning_rate = self.learning_rate
+        index = self._lookup()
+        slot_lists = [self._slots[name] for name in self.slot_names()]
+        for gradient, variable in zip(grads, trainable_variables):
+            i = index[id(variable)]
+            value = variable.value
+            if not value.flags.writeable:
+                variable.assign(value)
+                value = variable.value
+            if self.weight_decay is not None and self._uses_weight_decay(i, variable):
+                np.multiply(value, 1.0 - self.weight_decay * learning_rate, out=value)
+            scratch = self._scratch.get(i)
+            if scratch is None or scratch.shape != value.shape or scratch.dtype != value.dtype:
+                scratch = self._scratch[i] = np.empty_like(value)
+            self.update_step(gradient, value, [slots[i].value for slots in slot_lists], learning_rate, scratch)
+        self.iterations += 1
+
+    def _filter_empty_gradients(self, grads, variables):
+        kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
+        missing = [getattr(v, "path", v.name) for g, v in zip(grads, variables) if g is None]
+        if not kept:
+            raise ValueError(f"No gradients provided for any variable. Received None for: {missing}")
+        new_missing = [path for path in missing if path not in self._warned_missing]
+        if new_missing:
+            self._warned_missing.update(new_missing)
+            warnings.warn(
+                f"Gradients do not exist for variables {new_missing} when minimizing the loss. "
+                "If using `model.compile()`, did you forget to provide a `loss` argument?",
+                stacklevel=3,
+            )
+        grads, variables = zip(*kept)
+        return list(grads), list(variables)
+
+    @staticmethod
+    def _as_gradient(gradient, variable):
+        gradient = np.asarray(gradient)
+        if gradient.shape != tuple(variable.shape):
+            raise ValueError(
+                f"Gradient for variable '{getattr(variable, 'path', variable.name)}' has shape "
+                f"{gradient.shape}, expected the variable's shape {tuple(variable.shape)}."
+            )
+        if gradient.dtype != np.dtype(variable.dtype):
+            gradient = gradient.astype(variable.dtype)
+        return gradient
+
+    def _clip_gradients(self, grads):
+        # New arrays only: a gradient array may be shared with other gradients
+        # or with the tape, so it is never modified in place.
+        if self.clipnorm and self.clipnorm > 0:
+            clipped = []
+            for g in grads:
+                norm = math.sqrt(float(np.dot(g.ravel(), g.ravel())))
+                clipped.append(g * (self.clipnorm / norm) if norm > self.clipnorm else g)
+            return clipped
+        if self.global_clipnorm and self.global_clipnorm > 0:
+            norm = math.sqrt(sum(float(np.dot(g.ravel(), g.ravel())) for g in grads))
+            if not math.isfinite(norm):
+                # Like Keras: an inf/NaN norm turns every gradient into NaN.
+                return [np.full_like(g, np.nan) for g in grads]
+            if norm <= self.global_clipnorm:
+                return grads
+            scale = self.global_clipnorm / norm
+            return [g * scale for g in grads]
+        if self.clipvalue and self.clipvalue > 0:
+            return [np.clip(g, -self.clipvalue, self.clipvalue) for g in grads]
+        return grads
+
+    def get_config(self):
+        lr = self._learning_rate
+        if isinstance(lr, schedules.LearningRateSchedule):
+            lr = schedules.serialize(lr)
+        elif callable(lr):
+            lr = float(lr())
+        return {
+            "name": self.name,
+            "learning_rate": lr,
+            "weight_decay": self.weight_decay,
+            "clipnorm": self.clipnorm,
+            "global_clipnorm": self.global_clipnorm,
+            "clipvalue": self.clipvalue,
+        }
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            config["learning_rate"] = schedules.deserialize(config["learning_rate"], custom_objects)
+        return cls(**config)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name!r} learning_rate={self._learning_rate!r}>"

@@ -1,0 +1,42 @@
+"""Stochastic gradient descent with optional (Nesterov) momentum."""
+import numpy as np
+
+from kgraph.optimizers.optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """Gradient descent: ``m = momentum * m - lr * g``; ``w += m``.
+
+    With ``momentum=0`` this is plain ``w -= lr * g``. With ``nesterov`` the
+    step is ``w += momentum * m - lr * g`` (using the updated ``m``).
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None, clipnorm=None,
+                 clipvalue=None, global_clipnorm=None, name=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, clipnorm=clipnorm,
+                         clipvalue=clipvalue, global_clipnorm=global_clipnorm, name=name, **kwargs)
+        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
+            raise ValueError(f"`momentum` must be a float between [0, 1]. Received: momentum={momentum!r}")
+        self.momentum = float(momentum)
+        self.nesterov = nesterov
+
+    def slot_names(self):
+        return ["momentum"] if self.momentum != 0 else []
+
+    def update_step(self, gradient, value, slots, learning_rate, scratch):
+        step = np.multiply(gradient, learning_rate, out=scratch)
+        if self.momentum == 0:
+            np.subtract(value, step, out=value)
+            return
+        (m,) = slots
+        m *= self.momentum
+        m -= step
+        if self.nesterov:
+            np.subtract(value, step, out=value)
+            np.multiply(m, self.momentum, out=scratch)
+            np.add(value, scratch, out=value)
+        else:
+            np.add(value, m, out=value)
+
+    def get_config(self):
+        return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}
