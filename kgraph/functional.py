@@ -1,5 +1,6 @@
 """Functional: a Model defined by a graph of layer calls from its inputs to its outputs."""
 import collections
+import gc
 
 import numpy as np
 
@@ -31,7 +32,15 @@ class Functional(Model):
                              f"tensor more than once. Received: inputs={self.inputs}")
         self.input_layers = [t._keras_history.layer for t in self.inputs]
         self.output_layers = [t._keras_history.layer for t in self.outputs]
-        self._map_graph()
+        # The map allocates only acyclic bookkeeping; pausing the cycle collector keeps
+        # it from rescanning a large heap many times while the map is made.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._map_graph()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         self.built = True
 
     def _map_graph(self):
