@@ -1,0 +1,123 @@
+"""ConversionContext: what a converter sees of one layer call and of the graph being built."""
+import numpy as np
+
+from export.builder import NATIVE, onnx_dtype
+from export.registry import ExportError
+
+
+class ConversionContext:
+    """One layer call (``node``) being converted, with helpers that emit into the shared builder.
+
+    Input ``i`` is ``node.input_tensors[i]`` (the flat list of KerasTensors
+    the layer was called on); shapes and dtypes are the Keras (logical,
+    channels-last) ones whatever layout the ONNX data is in.
+    """
+
+    def __init__(self, builder, node, values, scope):
+        self.builder = builder
+        self.node = node
+        self.layer = node.outbound_layer if node is not None else None
+        self.scope = scope
+        self._values = values
+
+    # ----- facts about the call ---------------------------------------------------------
+    @property
+    def opset(self):
+        """The target opset of the export."""
+        return self.builder.opset
+
+    @property
+    def num_inputs(self):
+        return len(self.node.input_tensors)
+
+    @property
+    def num_outputs(self):
+        return len(self.node.output_tensors)
+
+    def input_shape(self, i=0):
+        """Keras shape of input ``i`` (batch axis None)."""
+        return tuple(self.node.input_tensors[i].shape)
+
+    def input_dtype(self, i=0):
+        return self.node.input_tensors[i].dtype
+
+    def input_rank(self, i=0):
+        return len(self.node.input_tensors[i].shape)
+
+    def output_shape(self, i=0):
+        """Keras shape of output ``i`` (batch axis None)."""
+        return tuple(self.node.output_tensors[i].shape)
+
+    def output_rank(self, i=0):
+        return len(self.node.output_tensors[i].shape)
+
+    def output_dtype(self, i=0):
+        return self.node.output_tensors[i].dtype
+
+    def layout(self, i=0):
+        """The layout input ``i``'s data is in now (NATIVE, CHANNELS_FIRST or a FeatureOrder)."""
+        return self._value(i).layout.normalize(self.input_rank(i))
+
+    # ----- reading inputs -------------------------------------------------------------
+    def input(self, i=0, layout=NATIVE, dtype=None):
+        """ONNX name of input ``i`` in ``layout`` (None: whatever layout it is in), cast to ``dtype`` if given.
+
+        A conversion (Transpose, Gather) is emitted only if the producer's
+        layout differs, and it is shared with every other consumer asking for
+        the same layout.
+        """
+        value = self._value(i)
+        name = value.name if layout is None else self.builder.convert(self, value, self.input_rank(i), layout)
+        if dtype is not None and np.dtype(dtype) != np.dtype(self.input_dtype(i)):
+            name = self.op("Cast", [name], to=onnx_dtype(dtype), name="Cast")
+        return name
+
+    def inputs(self, layout=NATIVE, dtype=None):
+        """ONNX names of every input, each in ``layout``."""
+        return [self.input(i, layout, dtype) for i in range(self.num_inputs)]
+
+    def _value(self, i):
+        tensor = self.node.input_tensors[i]
+        try:
+            return self._values[id(tensor)]
+        except KeyError:
+            raise ExportError(f"Layer '{self.layer.name}' reads tensor {tensor!r}, which no earlier layer "
+                              "produced; expected the graph to be walked deepest depth first.") from None
+
+    # ----- emitting -------------------------------------------------------------------------
+    def op(self, op_type, inputs, *, outputs=1, name=None, domain=None, **attrs):
+        """Append an ONNX node; return its output name (or list of names if ``outputs`` > 1).
+
+        The node is named ``<layer path>/<name or op_type>`` (made unique);
+        pass ``""`` in ``inputs`` for an omitted optional input. Attributes
+        whose value is None are left out.
+        """
+        node_name = self.unique_name(name or op_type)
+        if outputs == 1:
+            out = [node_name]
+        else:
+            out = [self.builder.unique_name(f"{node_name}:{k}") for k in range(outputs)]
+        self.builder.add_node(op_type, inputs, out, node_name, domain=domain, **attrs)
+        return out[0] if outputs == 1 else out
+
+    def weight(self, variable, transform=None, variant=None):
+        """Initializer name for a weight Variable, optionally transformed (e.g. transposed).
+
+        One initializer per Variable (per ``variant``), shared by every call of
+        the layer and every call of a model containing it; it is named after
+        the Variable's path (``dense/kernel``), plus ``_<variant>`` if given.
+        """
+        return self.builder.weight(variable, self.scope, transform=transform, variant=variant)
+
+    def const(self, value, dtype=None, name="const"):
+        """Initializer name for a constant array (equal constants are shared)."""
+        return self.builder.const(value, self.scope, name=name, dtype=dtype)
+
+    def unique_name(self, base):
+        """A fresh name ``<layer path>/<base>`` (suffixed ``_1``, ``_2``... if taken)."""
+        return self.builder.unique_name(f"{self.scope}/{base}" if self.scope else base)
+
+    def error(self, message):
+        """An ExportError naming this layer and its class, for converters to raise."""
+        return ExportError(f"Cannot export layer '{self.layer.name}' ({type(self.layer).__name__}): {message}")
+

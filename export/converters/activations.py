@@ -1,0 +1,129 @@
+"""The activation table: kgraph activation name -> ONNX emitter, shared by every layer with an activation."""
+import bisect
+import math
+
+import numpy as np
+
+from export.builder import NATIVE
+from export.registry import ExportError
+
+_EMITTERS = {}
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def register_activation(*names, opset=13):
+    """Decorator registering ``emit(ctx, x, dtype, axis) -> name`` for activation ``names`` from ``opset`` on.
+
+    ``x`` is the ONNX input name, ``dtype`` its NumPy dtype name, ``axis`` the
+    physical axis that axis-wise activations (softmax) reduce over.
+    """
+    def register(fn):
+        for name in names:
+            variants = _EMITTERS.setdefault(name, [])
+            if any(o == opset for o, _ in variants):
+                raise ValueError(f"An emitter for activation '{name}' at opset {opset} is already registered.")
+            bisect.insort(variants, (opset, fn), key=lambda v: v[0])
+        return fn
+
+    return register
+
+
+def activation_name(activation):
+    """The kgraph name of an activation given as a function, a name or None."""
+    if activation is None:
+        return "linear"
+    if isinstance(activation, str):
+        return activation
+    from kgraph import activations
+    try:
+        return activations.serialize(activation)
+    except ValueError:
+        return getattr(activation, "__name__", repr(activation))
+
+
+def supported_activations():
+    """Names of every activation with an emitter."""
+    return sorted(_EMITTERS)
+
+
+def emit_activation(ctx, activation, x, layout=NATIVE, rank=2, dtype="float32"):
+    """Emit ``activation`` (function, name or None) on ONNX tensor ``x``; return the output name.
+
+    ``layout`` and ``rank`` describe ``x``, so that softmax-like activations
+    reduce over the logical last axis wherever it physically is.
+    """
+    name = activation_name(activation)
+    variants = [fn for opset, fn in _EMITTERS.get(name, []) if opset <= ctx.opset]
+    if not variants:
+        where = f"layer '{ctx.layer.name}' ({type(ctx.layer).__name__})" if ctx.layer is not None else ctx.scope
+        raise ExportError(
+            f"Activation '{name}' of {where} has no ONNX emitter at opset {ctx.opset}. Expected one of "
+            f"{supported_activations()}; register one with "
+            f"@export.converters.activations.register_activation('{name}').")
+    axis = layout.normalize(rank).physical_axis(-1, rank)
+    return variants[-1](ctx, x, np.dtype(dtype).name, axis)
+
+
+def _unary(op_type, **attrs):
+    def emit(ctx, x, dtype, axis):
+        return ctx.op(op_type, [x], **attrs)
+    return emit
+
+
+register_activation("relu")(_unary("Relu"))
+register_activation("sigmoid")(_unary("Sigmoid"))
+register_activation("tanh")(_unary("Tanh"))
+register_activation("softsign")(_unary("Softsign"))
+register_activation("softplus")(_unary("Softplus"))
+register_activation("exponential")(_unary("Exp"))
+# ONNX defaults differ from Keras here (Elu alpha 1.0 matches, LeakyRelu 0.01 vs 0.2, HardSigmoid 0.2 vs 1/6):
+# every attribute is written out.
+register_activation("elu")(_unary("Elu", alpha=1.0))
+register_activation("selu")(_unary("Selu", alpha=_SELU_ALPHA, gamma=_SELU_SCALE))
+register_activation("leaky_relu")(_unary("LeakyRelu", alpha=0.2))
+register_activation("hard_sigmoid")(_unary("HardSigmoid", alpha=1.0 / 6.0, beta=0.5))
+
+
+@register_activation("linear")
+def _linear(ctx, x, dtype, axis):
+    return x
+
+
+@register_activation("softmax")
+def _softmax(ctx, x, dtype, axis):
+    return ctx.op("Softmax", [x], axis=axis)
+
+
+@register_activation("log_softmax")
+def _log_softmax(ctx, x, dtype, axis):
+    return ctx.op("LogSoftmax", [x], axis=axis)
+
+
+@register_activation("relu6")
+def _relu6(ctx, x, dtype, axis):
+    return ctx.op("Clip", [x, ctx.const(0, dtype=dtype, name="zero"), ctx.const(6, dtype=dtype, name="six")])
+
+
+@register_activation("silu", "swish")
+def _silu(ctx, x, dtype, axis):
+    return ctx.op("Mul", [x, ctx.op("Sigmoid", [x])])
+
+
+@register_activation("silu", "swish", opset=24)
+def _silu_24(ctx, x, dtype, axis):
+    return ctx.op("Swish", [x], alpha=1.0)
+
+
+@register_activation("gelu")
+def _gelu(ctx, x, dtype, axis):
+    # Exact form, as keras.activations.gelu defaults to: x * 0.5 * (1 + erf(x / sqrt(2))).
+    scaled = ctx.op("Mul", [x, ctx.const(1 / math.sqrt(2), dtype=dtype, name="inv_sqrt2")])
+    cdf = ctx.op("Add", [ctx.op("Erf", [scaled]), ctx.const(1, dtype=dtype, name="one")])
+    return ctx.op("Mul", [ctx.op("Mul", [x, ctx.const(0.5, dtype=dtype, name="half")]), cdf])
+
+
+@register_activation("gelu", opset=20)
+def _gelu_20(ctx, x, dtype, axis):
+    return ctx.op("Gelu", [x], approximate="none")

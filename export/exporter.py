@@ -1,0 +1,140 @@
+"""to_onnx: walk a kgraph model's nodes deepest depth first and emit each layer call through its converter."""
+import os
+import tempfile
+
+import onnx
+from onnx import helper
+
+import kgraph
+from export import converters  # noqa: F401  (registers every converter)
+from export import writer
+from export.builder import NATIVE, GraphBuilder, Value
+from export.context import ConversionContext
+from export.opsets import ir_version_for, max_ir_version, resolve_opset
+from export.registry import ExportError, lookup
+
+BATCH = "batch"
+
+
+def functional_of(model):
+    """The Functional graph of a Functional or Sequential model."""
+    if isinstance(model, kgraph.Sequential):
+        return model.functional
+    if isinstance(model, kgraph.Functional):
+        return model
+    raise ExportError(f"Expected a Functional or Sequential kgraph model (a graph of layer calls). Received "
+                      f"{type(model).__name__} '{getattr(model, 'name', model)}'; a subclassed Model's `call` "
+                      "is Python code with no graph to export.")
+
+
+class _Walk:
+    """Converts the nodes of one model (and, inlined, of the models nested in it) into one builder."""
+
+    def __init__(self, builder):
+        self.builder = builder
+        self.layers = []
+        self._seen = set()
+
+    def model(self, functional, values, prefix):
+        """Convert ``functional``'s nodes given ``values`` (id of KerasTensor -> Value) for its inputs."""
+        for depth in sorted(functional.nodes_by_depth, reverse=True):
+            for node in functional.nodes_by_depth[depth]:
+                if node.is_input:
+                    continue
+                layer = node.outbound_layer
+                scope = prefix + layer.name
+                if isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
+                    self._nested(layer, node, values, scope)
+                else:
+                    self._layer(layer, node, values, scope)
+
+    def _layer(self, layer, node, values, scope):
+        entry = lookup(layer, self.builder.opset)
+        if id(layer) not in self._seen:
+            self._seen.add(id(layer))
+            self.layers.append(layer)
+        ctx = ConversionContext(self.builder, node, values, scope)
+        result = entry(ctx)
+        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        if len(results) != len(node.output_tensors):
+            raise ExportError(f"The converter {entry.fn.__module__}.{entry.fn.__qualname__} of layer "
+                              f"'{layer.name}' returned {len(results)} outputs; expected "
+                              f"{len(node.output_tensors)} (one per output tensor of the layer call).")
+        for tensor, out in zip(node.output_tensors, results):
+            if isinstance(out, str):
+                out = Value(out, NATIVE)
+            if not isinstance(out, Value):
+                raise ExportError(f"The converter of layer '{layer.name}' returned {out!r}; expected an ONNX "
+                                  "tensor name (str) or an export.builder.Value.")
+            values[id(tensor)] = out
+
+    def _nested(self, model, node, values, scope):
+        inner = functional_of(model)
+        flat = inner._flatten_call_inputs(node.call_args[0])
+        inner_values = {id(t): values[id(x)] for t, x in zip(inner.inputs, flat)}
+        self.model(inner, inner_values, scope + "/")
+        for outer, t in zip(node.output_tensors, inner.outputs):
+            values[id(outer)] = inner_values[id(t)]
+
+
+def build(model, opset=None, source=None):
+    """The ONNX ModelProto of ``model`` and the list of layers converted (not written, not checked)."""
+    opset = resolve_opset(opset)
+    ir_version = ir_version_for(opset)
+    if ir_version > max_ir_version():
+        raise ExportError(f"Opset {opset} needs IR version {ir_version}; the installed onnxruntime reads up "
+                          f"to IR version {max_ir_version()}. Expected a lower opset.")
+    functional = functional_of(model)
+    builder = GraphBuilder(opset)
+    values = {}
+    for tensor, name in zip(functional.inputs, functional.input_names):
+        builder.add_input(name, tensor.shape, tensor.dtype, {0: BATCH})
+        values[id(tensor)] = Value(name, NATIVE)
+    walk = _Walk(builder)
+    walk.model(functional, values, "")
+    for tensor, name in zip(functional.outputs, functional.output_names):
+        ctx = ConversionContext(builder, None, values, name)
+        source_name = builder.convert(ctx, values[id(tensor)], len(tensor.shape), NATIVE)
+        builder.add_output(name, source_name, tensor.shape, tensor.dtype, {0: BATCH})
+    proto = helper.make_model(builder.make_graph(model.name), producer_name="kgraph",
+                              producer_version=kgraph.__version__,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    proto.ir_version = ir_version
+    props = {"kgraph_version": kgraph.__version__, "layer_count": str(len(walk.layers)),
+             "model_name": model.name}
+    if source is not None:
+        props["source_file"] = os.path.basename(os.fspath(source))
+    helper.set_model_props(proto, props)
+    return proto, walk.layers
+
+
+def check(model_or_path):
+    """Run the full ONNX checker and strict, type-checked shape inference (on a proto or a file)."""
+    onnx.checker.check_model(model_or_path, full_check=True)
+    if isinstance(model_or_path, onnx.ModelProto):
+        onnx.shape_inference.infer_shapes(model_or_path, check_type=True, strict_mode=True)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            onnx.shape_inference.infer_shapes_path(os.fspath(model_or_path), os.path.join(tmp, "inferred.onnx"),
+                                                   check_type=True, strict_mode=True)
+
+
+def to_onnx(model, path=None, opset=None, *, source=None):
+    """Export a Functional or Sequential kgraph ``model`` to ONNX; write it to ``path`` if given.
+
+    ``opset`` defaults to 17. The model is checked (full checker, strict shape
+    inference) before anything is written, and written atomically. ``source``
+    is the model file it came from, recorded (without directories) in the
+    metadata. Returns the ModelProto.
+    """
+    proto, _ = build(model, opset=opset, source=source)
+    if writer.needs_external_data(proto):
+        if path is None:
+            raise ExportError(f"Model '{model.name}' has over 2 GB of weights: it can only be exported to a "
+                              "file (weights go to external data). Expected a `path`.")
+        writer.save(proto, path, check=check)
+    else:
+        check(proto)
+        if path is not None:
+            writer.save(proto, path)
+    return proto

@@ -1,0 +1,138 @@
+"""Converter registry: layer class -> converter functions, one per minimum opset."""
+import bisect
+import dataclasses
+
+DEFAULT_RTOL = 1e-5
+DEFAULT_ATOL = 1e-5
+
+_CONVERTERS = {}
+_INHERITING = set()
+
+
+@dataclasses.dataclass(frozen=True)
+class Converter:
+    """One registered converter: the function, its layer class, its minimum opset and its tolerances."""
+
+    layer_class: type
+    opset: int
+    fn: object
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+
+    def __call__(self, ctx):
+        return self.fn(ctx)
+
+
+class ExportError(ValueError):
+    """A model cannot be exported as asked (unsupported layer, configuration or opset)."""
+
+
+class ConverterNotFoundError(ExportError, LookupError):
+    """No converter is registered for a layer's class (or none at or below the target opset)."""
+
+
+def converter(layer_class, opset=13, *, rtol=None, atol=None):
+    """Decorator registering ``fn(ctx)`` as the converter of ``layer_class`` from ``opset`` on.
+
+    Several variants of one class may be registered at different opsets; the one
+    with the highest ``opset`` not above the export's target opset is used.
+    ``rtol``/``atol`` declare the parity tolerance that models using this layer
+    need (the loosest of all layers in a model wins; default 1e-5 each).
+    """
+    if not isinstance(layer_class, type):
+        raise TypeError(f"converter() expects a layer class as its first argument. Received: {layer_class!r}")
+    if not isinstance(opset, int) or opset < 1:
+        raise ValueError(f"converter() expects a positive integer opset. Received: opset={opset!r}")
+
+    def register(fn):
+        variants = _CONVERTERS.setdefault(layer_class, [])
+        if any(v.opset == opset for v in variants):
+            raise ValueError(f"A converter for {_qualname(layer_class)} at opset {opset} is already registered "
+                             f"({_qualname(next(v.fn for v in variants if v.opset == opset))}).")
+        entry = Converter(layer_class, opset, fn,
+                          DEFAULT_RTOL if rtol is None else float(rtol),
+                          DEFAULT_ATOL if atol is None else float(atol))
+        bisect.insort(variants, entry, key=lambda v: v.opset)
+        return fn
+
+    return register
+
+
+def inherit_converter(layer_class):
+    """Class decorator: let ``layer_class`` use the converter of its nearest registered base class.
+
+    Only for subclasses whose computation is the base class's (e.g. a Dense
+    subclass that only changes constructor defaults). A subclass that is not
+    marked this way needs its own converter, because its ``call`` may differ.
+    """
+    if not isinstance(layer_class, type):
+        raise TypeError(f"inherit_converter() expects a layer class. Received: {layer_class!r}")
+    _INHERITING.add(layer_class)
+    return layer_class
+
+
+def _resolve_class(layer_class):
+    """The registered class whose converters ``layer_class`` uses, or None."""
+    if layer_class in _CONVERTERS:
+        return layer_class
+    if layer_class not in _INHERITING:
+        return None
+    for base in layer_class.__mro__[1:]:
+        if base in _CONVERTERS:
+            return base
+    return None
+
+
+def has_converter(layer_class):
+    """Whether some converter (at any opset) applies to ``layer_class``."""
+    return _resolve_class(layer_class) is not None
+
+
+def lookup(layer, opset):
+    """The converter for ``layer`` at target ``opset``; raises ConverterNotFoundError naming the layer."""
+    cls = type(layer)
+    registered = _resolve_class(cls)
+    if registered is None:
+        raise ConverterNotFoundError(
+            f"Layer '{layer.name}' of class {_qualname(cls)} has no ONNX converter. Expected a converter "
+            f"registered for exactly this class. Register one with\n"
+            f"    from export.registry import converter\n"
+            f"    @converter({cls.__name__}, opset=13)\n"
+            f"    def convert_{layer.name}(ctx): ...\n"
+            f"(see the docstring of export.converters), or, if the class computes exactly what a base class "
+            f"computes, decorate it with @export.registry.inherit_converter.")
+    variants = [v for v in _CONVERTERS[registered] if v.opset <= opset]
+    if not variants:
+        raise ConverterNotFoundError(
+            f"Layer '{layer.name}' of class {_qualname(cls)} needs opset >= "
+            f"{_CONVERTERS[registered][0].opset}; the export targets opset {opset}.")
+    return variants[-1]
+
+
+def registered_classes():
+    """Every layer class with at least one registered converter."""
+    return list(_CONVERTERS)
+
+
+def variants(layer_class):
+    """The registered converters of ``layer_class``, lowest opset first."""
+    return list(_CONVERTERS.get(layer_class, []))
+
+
+def tolerance(layers, opset):
+    """``(rtol, atol)`` for a parity check of a model made of ``layers``: the loosest declared.
+
+    A layer class may also declare ``export_rtol`` / ``export_atol`` class attributes.
+    """
+    rtol, atol = DEFAULT_RTOL, DEFAULT_ATOL
+    for layer in layers:
+        if has_converter(type(layer)):
+            entry = lookup(layer, opset)
+            rtol, atol = max(rtol, entry.rtol), max(atol, entry.atol)
+        rtol = max(rtol, float(getattr(type(layer), "export_rtol", rtol)))
+        atol = max(atol, float(getattr(type(layer), "export_atol", atol)))
+    return rtol, atol
+
+
+def _qualname(obj):
+    return f"{obj.__module__}.{obj.__qualname__}"

@@ -1,0 +1,181 @@
+"""verify: run the native model and onnxruntime on the same seeded random inputs and compare every output."""
+import dataclasses
+import os
+
+import numpy as np
+import onnx
+
+import kgraph
+from export import registry
+from export.exporter import functional_of
+from kgraph import tree
+
+LEVELS = ("ORT_ENABLE_ALL", "ORT_DISABLE_ALL")
+DYNAMIC_DIM = 5
+DEFAULT_INT_HIGH = 10
+
+
+@dataclasses.dataclass
+class Comparison:
+    """One output compared at one batch size and one onnxruntime optimization level."""
+
+    batch: int
+    level: str
+    output: str
+    max_abs: float
+    max_rel: float
+    ok: bool
+    detail: str = ""
+
+    def __str__(self):
+        verdict = "ok" if self.ok else "FAIL"
+        line = (f"batch={self.batch:<3d} {self.level:<16s} {self.output:<24s} max_abs={self.max_abs:.3e} "
+                f"max_rel={self.max_rel:.3e} {verdict}")
+        return f"{line} ({self.detail})" if self.detail else line
+
+
+@dataclasses.dataclass
+class Report:
+    """Every comparison made by ``verify`` and the tolerance applied."""
+
+    rtol: float
+    atol: float
+    comparisons: list
+
+    @property
+    def ok(self):
+        return all(c.ok for c in self.comparisons)
+
+    @property
+    def failures(self):
+        return [c for c in self.comparisons if not c.ok]
+
+
+def leaf_layers(model):
+    """Every non-model layer in ``model``'s graph, nested models expanded, each once."""
+    out, seen, stack = [], set(), [model]
+    while stack:
+        for layer in functional_of(stack.pop()).layers:
+            if id(layer) in seen or isinstance(layer, kgraph.InputLayer):
+                continue
+            seen.add(id(layer))
+            if isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
+                stack.append(layer)
+            else:
+                out.append(layer)
+    return out
+
+
+def _int_high(model, tensor):
+    """Exclusive upper bound for an integer input: the smallest ``input_dim`` among its consumers."""
+    highs = [getattr(node.outbound_layer, "input_dim", None) for node in tensor._keras_history.layer.outbound_nodes]
+    highs = [int(h) for h in highs if isinstance(h, (int, np.integer)) and h > 0]
+    return min(highs) if highs else DEFAULT_INT_HIGH
+
+
+def default_sampler(model):
+    """Sampler for ``model``'s inputs: standard normal floats, integers in a range its consumers accept."""
+    functional = functional_of(model)
+    highs = {name: _int_high(model, t) for t, name in zip(functional.inputs, functional.input_names)}
+
+    def sample(name, shape, dtype, rng):
+        dtype = np.dtype(dtype)
+        if np.issubdtype(dtype, np.floating):
+            return rng.standard_normal(shape).astype(dtype)
+        if dtype == np.bool_:
+            return rng.random(shape) < 0.5
+        return rng.integers(0, highs.get(name, DEFAULT_INT_HIGH), size=shape).astype(dtype)
+
+    return sample
+
+
+def make_inputs(model, batch, sampler=None, seed=0):
+    """``{input name: array}`` at ``batch`` from ``sampler(name, shape, dtype, rng)`` (default: default_sampler)."""
+    functional = functional_of(model)
+    sampler = sampler or default_sampler(model)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for tensor, name in zip(functional.inputs, functional.input_names):
+        shape = (batch,) + tuple(DYNAMIC_DIM if d is None else d for d in tensor.shape[1:])
+        out[name] = np.asarray(sampler(name, shape, tensor.dtype, rng))
+    return out
+
+
+def native_outputs(model, feeds):
+    """The native model's outputs for ``feeds`` (by input name), flat, in output order."""
+    functional = functional_of(model)
+    arrays = [feeds[name] for name in functional.input_names]
+    if isinstance(functional._inputs_struct, dict):
+        by_id = {id(t): a for t, a in zip(functional.inputs, arrays)}
+        x = {key: by_id[id(t)] for key, t in functional._inputs_struct.items()}
+    else:
+        x = arrays[0] if len(arrays) == 1 else arrays
+    return [np.asarray(y) for y in tree.flatten(model.predict(x, verbose=0))]
+
+
+def session(onnx_model, level):
+    """An onnxruntime CPU session for a ModelProto or a path, at optimization ``level`` (a LEVELS name)."""
+    import onnxruntime
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, level)
+    options.log_severity_level = 3
+    source = onnx_model.SerializeToString() if isinstance(onnx_model, onnx.ModelProto) else os.fspath(onnx_model)
+    return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def compare(expected, actual, rtol, atol):
+    """``(max_abs, max_rel, ok, detail)`` for one output: ``|a - e| <= atol + rtol * |e|`` everywhere."""
+    if expected.shape != actual.shape:
+        return float("inf"), float("inf"), False, f"shape {actual.shape}, expected {expected.shape}"
+    if expected.dtype != actual.dtype:
+        return float("inf"), float("inf"), False, f"dtype {actual.dtype}, expected {expected.dtype}"
+    if expected.size == 0:
+        return 0.0, 0.0, True, ""
+    e, a = expected.astype(np.float64), actual.astype(np.float64)
+    if not np.array_equal(np.isnan(e), np.isnan(a)):
+        return float("nan"), float("nan"), False, "NaN in different places"
+    finite = ~np.isnan(e)
+    diff = np.abs(a[finite] - e[finite])
+    diff[a[finite] == e[finite]] = 0.0  # equal infinities
+    scale = np.abs(e[finite])
+    rel = np.divide(diff, scale, out=np.where(diff > 0, np.inf, 0.0), where=scale > 0)
+    ok = bool(np.all(diff <= atol + rtol * scale))
+    return float(diff.max(initial=0.0)), float(rel.max(initial=0.0)), ok, ""
+
+
+def verify(model, onnx_model, batches=(1, 3), sampler=None, rtol=None, atol=None, seed=0, print_fn=print):
+    """Compare ``model``'s native ``predict`` with onnxruntime (optimizations on and off) on seeded inputs.
+
+    ``onnx_model`` is a ModelProto or a path. Tolerances default to the
+    loosest declared by the model's layers' converters (1e-5 each for plain
+    float32 layers). ``print_fn`` (None: silent) gets one line per output,
+    batch size and optimization level. Returns a Report (``report.ok``).
+    """
+    opset = next((o.version for o in _opset_imports(onnx_model) if o.domain in ("", "ai.onnx")), None)
+    default_rtol, default_atol = registry.tolerance(leaf_layers(model), opset)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    names = functional_of(model).output_names
+    sessions = {level: session(onnx_model, level) for level in LEVELS}
+    comparisons = []
+    for batch in batches:
+        feeds = make_inputs(model, batch, sampler=sampler, seed=seed + batch)
+        expected = native_outputs(model, feeds)
+        for level, sess in sessions.items():
+            feed = {i.name: feeds[i.name] for i in sess.get_inputs()}
+            actual = sess.run(names, feed)
+            for name, e, a in zip(names, expected, actual):
+                comparisons.append(Comparison(batch, level, name, *compare(e, np.asarray(a), rtol, atol)))
+                if print_fn is not None:
+                    print_fn(str(comparisons[-1]))
+    report = Report(rtol, atol, comparisons)
+    if print_fn is not None:
+        print_fn(f"{'PASS' if report.ok else 'FAIL'}: {len(comparisons) - len(report.failures)}/{len(comparisons)} "
+                 f"comparisons within rtol={rtol:g}, atol={atol:g}")
+    return report
+
+
+def _opset_imports(onnx_model):
+    if isinstance(onnx_model, onnx.ModelProto):
+        return onnx_model.opset_import
+    return onnx.load(os.fspath(onnx_model), load_external_data=False).opset_import

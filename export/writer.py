@@ -1,0 +1,52 @@
+"""Writing a model file atomically, with external data for models too big for one protobuf."""
+import os
+import shutil
+import tempfile
+
+import onnx
+
+# Protobuf refuses messages of 2 GiB or more; keep a margin for the graph itself.
+EXTERNAL_DATA_THRESHOLD = 2 ** 31 - 2 ** 24
+
+
+def needs_external_data(model):
+    """Whether the initializers are too big to store inside the .onnx protobuf."""
+    return sum(len(t.raw_data) for t in model.graph.initializer) >= EXTERNAL_DATA_THRESHOLD
+
+
+def data_file_name(path):
+    """Name (beside the model file) of the external data file of ``path``."""
+    return os.path.basename(os.fspath(path)) + ".data"
+
+
+def save(model, path, check=None):
+    """Write ``model`` to ``path`` through a temporary directory beside it and ``os.replace``.
+
+    Large models are written with their weights in ``<name>.data`` beside the
+    file. ``check(tmp_path)``, if given, runs on the written temporary file
+    before it replaces anything; if it or the write fails, an existing file
+    at ``path`` is left untouched. Returns the path written.
+    """
+    path = os.path.abspath(os.fspath(path))
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(dir=directory, prefix=".onnx-export-")
+    try:
+        tmp_path = os.path.join(tmp_dir, os.path.basename(path))
+        external = needs_external_data(model)
+        if external:
+            # save_model moves tensor data out of the proto it is given: give it a copy.
+            copy = onnx.ModelProto()
+            copy.CopyFrom(model)
+            onnx.save_model(copy, tmp_path, save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=data_file_name(path), size_threshold=1024)
+        else:
+            onnx.save_model(model, tmp_path)
+        if check is not None:
+            check(tmp_path)
+        if external:
+            os.replace(os.path.join(tmp_dir, data_file_name(path)), os.path.join(directory, data_file_name(path)))
+        os.replace(tmp_path, path)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    return path
