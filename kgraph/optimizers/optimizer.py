@@ -161,6 +161,36 @@ class Optimizer:
                                 path=f"{self.name}/{path}_{slot_name}")
                 self._slots.setdefault(slot_name, []).append(slot)
 
+    def get_slot_state(self, index):
+        """Copies of the slot arrays as ``[[position, {slot_name: array}], ...]``.
+
+        index: ``{id(variable): position}``; variables not in it are left out,
+            so the state can be restored onto another model's variables.
+        """
+        state = []
+        for i, variable in enumerate(self._trainable_variables):
+            position = index.get(id(variable))
+            if position is not None:
+                slots = {name: self._slots[name][i].value.copy() for name in self.slot_names()}
+                state.append([position, slots])
+        return state
+
+    def set_slot_state(self, variables, state, iterations=None):
+        """Restore ``get_slot_state`` output onto ``variables`` (indexed by position)."""
+        variables = list(variables)
+        self.build(variables)
+        index = self._lookup()
+        for position, slots in state:
+            i = index[id(variables[position])]
+            for name, value in slots.items():
+                if name not in self._slots:
+                    raise ValueError(
+                        f"Optimizer '{self.name}' has no slot {name!r}; its slots are {self.slot_names()}."
+                    )
+                self._slots[name][i].assign(value)
+        if iterations is not None:
+            self.iterations = int(iterations)
+
     def exclude_from_weight_decay(self, var_list=None, var_names=None):
         """Exempt variables from weight decay: those in ``var_list``, or whose
         name contains any string of ``var_names``."""

@@ -1,0 +1,30 @@
+"""Training callbacks with Keras 3's names and behaviour."""
+from kgraph.callbacks.callback import Callback
+from kgraph.callbacks.callback import CallbackList
+from kgraph.callbacks.csv_logger import CSVLogger
+from kgraph.callbacks.early_stopping import EarlyStopping
+from kgraph.callbacks.history import History
+from kgraph.callbacks.lambda_callback import LambdaCallback
+from kgraph.callbacks.learning_rate_scheduler import LearningRateScheduler
+from kgraph.callbacks.model_checkpoint import ModelCheckpoint
+from kgraph.callbacks.monitor_callback import MonitorCallback
+from kgraph.callbacks.progbar import Progbar
+from kgraph.callbacks.progbar import ProgbarLogger
+from kgraph.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from kgraph.callbacks.terminate_on_nan import TerminateOnNaN
+
+__all__ = [
+    "Callback",
+    "CallbackList",
+    "CSVLogger",
+    "EarlyStopping",
+    "History",
+    "LambdaCallback",
+    "LearningRateScheduler",
+    "ModelCheckpoint",
+    "MonitorCallback",
+    "Progbar",
+    "ProgbarLogger",
+    "ReduceLROnPlateau",
+    "TerminateOnNaN",
+]
