@@ -145,6 +145,9 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
             args.append(kwargs.pop(p.name))
         return tuple(args), kwargs
 
+    defaults = tuple(p.default for p in input_params)
+    spec = _OpSpec(fn, op_name, num_inputs, list_input, defaults)
+
     @functools.wraps(fn)
     def op(*args, **kwargs):
         if kwargs and not input_names.isdisjoint(kwargs):
@@ -152,14 +155,16 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
         if _active_tapes:
             tapes = _tapes_of_this_thread()
             if tapes:
-                return _call_and_record(fn, op_name, num_inputs, list_input, input_params, tapes, args, kwargs)
+                return _call_and_record(spec, tapes, args, kwargs)
         if list_input:
             if args and (type(args[0]) not in (list, tuple) or any(isinstance(a, Variable) for a in args[0])):
                 args = ([_value(a) for a in args[0]],) + args[1:]
         else:
-            for a in args:
-                if isinstance(a, Variable):
-                    args = tuple(_value(a) for a in args)
+            for a in args[:num_inputs]:
+                if type(a) is not _ndarray and isinstance(a, Variable):
+                    args = tuple([v.value if isinstance(v, Variable) else v for v in args[:num_inputs]]) + args[
+                        num_inputs:
+                    ]
                     break
         out = fn(*args, **kwargs)[0]
         return out if type(out) is _ndarray else _as_output(out)
@@ -167,54 +172,91 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
     return op
 
 
+class _OpSpec:
+    """What the recording path needs to know about a primitive."""
+
+    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults")
+
+    def __init__(self, fn, name, num_inputs, list_input, defaults):
+        self.fn = fn
+        self.name = name
+        self.num_inputs = num_inputs
+        self.list_input = list_input
+        self.defaults = defaults
+
+
+_EMPTY = inspect.Parameter.empty
+
+
 def _tapes_of_this_thread():
     ident = threading.get_ident()
+    if len(_active_tapes) == 1:
+        return _active_tapes if _active_tapes[0]._thread == ident else None
     return [t for t in _active_tapes if t._thread == ident]
 
 
-def _call_and_record(fn, op_name, num_inputs, list_input, input_params, tapes, args, kwargs):
-    if list_input:
-        raw = list(args[0])
-        inputs = tuple(_value(a) for a in raw)
-        call_args = (list(inputs),) + args[1:]
+def _call_and_record(spec, tapes, args, kwargs):
+    n = spec.num_inputs
+    if spec.list_input:
+        raw = tuple(args[0])
     else:
-        if len(args) < num_inputs and all(
-            p.default is not inspect.Parameter.empty for p in input_params[len(args):]
-        ):
-            args = args + tuple(p.default for p in input_params[len(args):])
-        raw = args[:num_inputs]
-        inputs = tuple(_value(a) for a in raw)
-        call_args = inputs + args[num_inputs:]
+        if len(args) < n:
+            missing = spec.defaults[len(args):]
+            if not any(d is _EMPTY for d in missing):
+                args = args + missing
+        raw = args[:n]
+    inputs = raw
     for a in raw:
-        if isinstance(a, Variable) and a.trainable:
-            for tape in tapes:
-                if tape._watch_accessed_variables:
-                    tape._watch_variable(a)
-    out, vjp = fn(*call_args, **kwargs)
-    multi = isinstance(out, (tuple, list))
-    if multi:
-        result = _as_output(out)
-        outs = tuple(o.view() if any(o is a for a in inputs) else o for o in result)
-        if len({id(o) for o in outs}) != len(outs):
-            raise ValueError(f"The outputs of '{op_name}' must be distinct arrays.")
-        result = type(result)(outs)
-        float_outs = [o for o in outs if o.dtype.kind in "fc"]
+        if type(a) is not _ndarray and isinstance(a, Variable):
+            inputs = tuple([_value(v) for v in raw])
+            for v in raw:
+                if isinstance(v, Variable) and v.trainable:
+                    for tape in tapes:
+                        if tape._watch_accessed_variables:
+                            tape._watch_variable(v)
+            break
+    recording = [tape for tape in tapes if _tracks_any(tape._tracked, inputs)]
+    if spec.list_input:
+        out, vjp = spec.fn(list(inputs), *args[1:], **kwargs)
     else:
+        out, vjp = spec.fn(*inputs, *args[n:], **kwargs)
+    if not recording:
+        return out if type(out) is _ndarray else _as_output(out)
+
+    if type(out) is _ndarray or not isinstance(out, (tuple, list)):
         if type(out) is not _ndarray:
             out = np.asarray(out)
-        if any(out is a for a in inputs):
-            out = out.view()
-        result = out
-        float_outs = [out] if out.dtype.kind in "fc" else []
-    if float_outs:
-        record = (outs if multi else out, inputs, vjp, op_name)
-        for tape in tapes:
-            tracked = tape._tracked
-            if any(id(a) in tracked for a in inputs):
-                tape._records.append(record)
-                for o in float_outs:
-                    tracked[id(o)] = o
+        for a in inputs:
+            if a is out:
+                out = out.view()
+                break
+        if out.dtype.kind not in "fc":
+            return out
+        result = key = out
+        float_outs = (out,)
+    else:
+        result = _as_output(out)
+        key = tuple(o.view() if any(o is a for a in inputs) else o for o in result)
+        if len({id(o) for o in key}) != len(key):
+            raise ValueError(f"The outputs of '{spec.name}' must be distinct arrays.")
+        result = type(result)(key)
+        float_outs = [o for o in key if o.dtype.kind in "fc"]
+        if not float_outs:
+            return result
+    record = (key, inputs, vjp, spec.name)
+    for tape in recording:
+        tape._records.append(record)
+        tracked = tape._tracked
+        for o in float_outs:
+            tracked[id(o)] = o
     return result
+
+
+def _tracks_any(tracked, inputs):
+    for a in inputs:
+        if id(a) in tracked:
+            return True
+    return False
 
 
 class GradientTape:
@@ -389,13 +431,15 @@ class GradientTape:
         relevant = set(source_ids)
         needed = []
         for record in self._records:
-            out, inputs = record[0], record[1]
-            if any(id(a) in relevant for a in inputs):
-                needed.append(record)
-                if type(out) is tuple:
-                    relevant.update(id(o) for o in out)
-                else:
-                    relevant.add(id(out))
+            for a in record[1]:
+                if id(a) in relevant:
+                    needed.append(record)
+                    out = record[0]
+                    if type(out) is tuple:
+                        relevant.update([id(o) for o in out])
+                    else:
+                        relevant.add(id(out))
+                    break
 
         cotangents = {}
         for t, seed in zip(targets, seeds):
@@ -422,15 +466,15 @@ class GradientTape:
                 for o in out:
                     if id(o) not in source_ids:
                         cotangents.pop(id(o), None)
-                g = tuple(np.zeros_like(o) if g is None else g for o, g in zip(out, gs))
+                g = tuple([np.zeros_like(o) if g is None else g for o, g in zip(out, gs)])
             else:
-                g = cotangents.get(id(out))
+                g = cotangents.pop(id(out), None)
                 if g is None:
                     continue
-                if id(out) not in source_ids:
-                    del cotangents[id(out)]
+                if source_ids and id(out) in source_ids:
+                    cotangents[id(out)] = g
             input_cts = vjp(g)
-            if type(input_cts) not in (tuple, list):
+            if type(input_cts) is not tuple and type(input_cts) is not list:
                 input_cts = (input_cts,)
             if len(input_cts) < len(inputs):
                 raise ValueError(
@@ -443,12 +487,13 @@ class GradientTape:
                 key = id(a)
                 if key not in relevant:
                     continue
-                if callable(ct):
-                    ct = ct()
-                    if ct is None:
-                        continue
                 if type(ct) is not _ndarray:
-                    ct = np.asarray(ct)
+                    if callable(ct):
+                        ct = ct()
+                        if ct is None:
+                            continue
+                    if type(ct) is not _ndarray:
+                        ct = np.asarray(ct)
                 if ct.shape != a.shape:
                     try:
                         ct = unbroadcast(ct, a.shape)

@@ -190,14 +190,16 @@ def dense(x, kernel, bias=None):
         bias: optional ``(out,)`` offsets.
     """
     x = np.asarray(x)
-    if np.ndim(kernel) != 2 or x.ndim == 0 or x.shape[-1] != kernel.shape[0]:
+    kernel = np.asarray(kernel)
+    if kernel.ndim != 2 or x.ndim == 0 or x.shape[-1] != kernel.shape[0]:
         raise ValueError(
             "dense expects x of shape (..., in) and a kernel of shape (in, out). "
-            f"Received: x.shape={x.shape}, kernel.shape={np.shape(kernel)}"
+            f"Received: x.shape={x.shape}, kernel.shape={kernel.shape}"
         )
     out = np.matmul(x, kernel)
     if bias is not None:
-        if np.ndim(bias) <= 1:
+        bias = np.asarray(bias)
+        if bias.ndim <= 1:
             out += bias  # out is a fresh array: add in place, saving an allocation
         else:
             out = out + bias
