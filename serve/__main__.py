@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         access_log=False,
         lifespan="on",
         server_header=False,
+        proxy_headers=False,
     )
     server = _Server(config, repository)
     logger.info(

@@ -96,11 +96,9 @@ class InferEndpoint:
         except ProtocolError as exc:
             if model is not None:
                 model.stats.record_failure(perf_counter_ns() - start)
-            headers = [_JSON_HEADER]
-            if exc.status == 413:
-                # The unread remainder of an oversized body must not be parsed as a next request.
-                headers.append((b"connection", b"close"))
-            await _send(send, exc.status, error_body(exc.message), headers)
+            # An oversized body's unread rest is discarded by uvicorn once the response is
+            # complete, so the connection stays usable and the client reads the 413 intact.
+            await _send(send, exc.status, error_body(exc.message), [_JSON_HEADER])
             return
         except Exception as exc:
             logger.exception("inference request failed")
@@ -157,8 +155,8 @@ def create_app(
     pool: InferencePool,
     max_request_bytes: int,
     on_fatal: Callable[[], None],
-) -> Starlette:
-    """The Starlette application serving a repository; loading starts with the app's lifespan."""
+) -> ServeApp:
+    """The ASGI application serving a repository; loading starts with the app's lifespan."""
 
     def model_of(request: Request):
         params = request.path_params
@@ -264,4 +262,27 @@ def create_app(
             Route(path + "/config", model_config, methods=["GET"]),
             Route(path + "/stats", model_stats, methods=["GET"]),
         ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
+    starlette = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
+    return ServeApp(starlette, infer)
+
+
+class ServeApp:
+    """The server's ASGI app: inference POSTs go straight to the endpoint, everything else to Starlette."""
+
+    def __init__(self, starlette: Starlette, infer: InferEndpoint) -> None:
+        self.starlette = starlette
+        self.infer = infer
+
+    async def __call__(self, scope, receive, send) -> None:
+        # The inference route is the hot path: matching it here skips Starlette's
+        # middleware stack and route scan, which cost as much as validating a request.
+        if scope["type"] == "http" and scope["method"] == "POST":
+            parts = scope["path"].split("/")
+            if parts[-1] == "infer" and parts[1:3] == ["v2", "models"] and parts[3]:
+                if len(parts) == 5:
+                    scope["path_params"] = {"model": parts[3]}
+                    return await self.infer(scope, receive, send)
+                if len(parts) == 7 and parts[4] == "versions" and parts[5]:
+                    scope["path_params"] = {"model": parts[3], "version": parts[5]}
+                    return await self.infer(scope, receive, send)
+        await self.starlette(scope, receive, send)

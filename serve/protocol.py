@@ -162,6 +162,10 @@ def _json_tensor(spec: TensorSpec, data, shape: tuple[int, ...], count: int) -> 
     except (ValueError, TypeError, OverflowError):
         raise ProtocolError(f"{where} 'data' must be a flat or rectangular nested list of numbers") from None
     target = spec.dtype
+    if target.kind in "iu" and array.dtype.kind in "fO" and array.size:
+        # NumPy turns a mix of negative and beyond-int64 integers into float64 or object
+        # arrays; only an element-wise look tells exact integers from other values.
+        array = _exact_integers(spec, data)
     kind = array.dtype.kind
     if array.size and kind not in _ACCEPTED_KINDS[target.kind]:
         holds = _KIND_NAMES.get(kind, f"values of NumPy kind '{kind}'")
@@ -178,6 +182,37 @@ def _json_tensor(spec: TensorSpec, data, shape: tuple[int, ...], count: int) -> 
                 f"{where} has datatype {spec.datatype} whose range is [{info.min}, {info.max}], 'data' holds {low if low < info.min else high}"
             )
     return array.astype(target, copy=False).reshape(shape)
+
+
+def _flat(data) -> list:
+    values = []
+    stack = [iter([data])]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, list):
+                stack.append(iter(item))
+                break
+            values.append(item)
+        else:
+            stack.pop()
+    return values
+
+
+def _exact_integers(spec: TensorSpec, data) -> np.ndarray:
+    where = f"input '{spec.name}'"
+    values = _flat(data)
+    for value in values:
+        if type(value) is not int:
+            holds = "non-integer numbers" if isinstance(value, float) else f"a value that is not an integer ({value!r})"
+            raise ProtocolError(f"{where} has datatype {spec.datatype} but its 'data' holds {holds}")
+    info = np.iinfo(spec.dtype)
+    low, high = min(values), max(values)
+    if low < info.min or high > info.max:
+        raise ProtocolError(
+            f"{where} has datatype {spec.datatype} whose range is [{info.min}, {info.max}], "
+            f"'data' holds {low if low < info.min else high}"
+        )
+    return np.array(values, dtype=spec.dtype)
 
 
 def _binary_tensor(spec: TensorSpec, size, blob: memoryview, offset: int, shape, count: int) -> np.ndarray:

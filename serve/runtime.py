@@ -58,7 +58,7 @@ class ModelSession:
 
     def __init__(self, path: Path, providers: list[str], intra_op_threads: int) -> None:
         options = ort.SessionOptions()
-        options.log_severity_level = 3
+        options.log_severity_level = 4
         if intra_op_threads:
             options.intra_op_num_threads = intra_op_threads
         # Spinning pool threads keep a core busy after each run; on a server the event
@@ -107,9 +107,12 @@ class ModelSession:
 
 
 def execution_error(exc: Exception) -> ProtocolError:
-    """The client-facing error for a failed session run: 400 when onnxruntime blames the input."""
+    """The client-facing error for a failed run of one validated request."""
     message = str(exc).strip() or type(exc).__name__
-    status = 400 if type(exc).__name__ in ("InvalidArgument", "NotImplemented") else 500
+    # The model ran on zeros at warm-up and the request passed validation, so a failure
+    # of this request alone comes from its values (an index out of range, say): a 400.
+    # Provider and memory failures are the server's.
+    status = 500 if type(exc).__name__ == "EPFail" or isinstance(exc, MemoryError) else 400
     return ProtocolError(f"model execution failed: {message}", status)
 
 
