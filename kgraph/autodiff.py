@@ -6,6 +6,10 @@ recording, each primitive call with at least one tracked input appends
 ``(output, inputs, vjp)`` to the tape. Arrays are tracked by identity: the tape
 keeps a reference to every array it records, so their ids stay unique.
 ``tape.gradient`` walks the records backwards, accumulating cotangents by id.
+
+Only ops are recorded: NumPy's own operators on plain arrays (``a * b``,
+``a + 1``) bypass the tape, so differentiable code uses ``kgraph.ops``
+throughout. A ``Variable``'s operators do call ops.
 """
 import contextlib
 import functools
@@ -100,6 +104,16 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
           VJP then receives a tuple of cotangents, zeros for unused outputs.
     The VJP must not modify the cotangent it receives in place, and the output
     should be a new array (returning an input is tolerated: a view is recorded).
+
+    Example, a fused scale-and-shift (``x``: ``(batch, n)``, ``gamma`` and
+    ``beta``: ``(n,)``)::
+
+        @kgraph.autodiff.primitive
+        def scale_shift(x, gamma, beta):
+            def vjp(g):
+                # d/dgamma is (batch, n): the tape sums it to gamma's shape.
+                return g * gamma, lambda: g * x, g
+            return x * gamma + beta, vjp
 
     Args:
         fn: the function ``(*inputs, **config) -> (output, vjp)``.

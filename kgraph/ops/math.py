@@ -364,6 +364,13 @@ def _parse_einsum(subscripts, operands):
     return expanded, output
 
 
+def _contract(expr, *operands):
+    # einsum's path optimizer dispatches to BLAS but costs ~10us to plan: worth it
+    # beyond a few thousand elements or for three or more operands.
+    optimize = len(operands) > 2 or builtins.sum(op.size for op in operands) > 4096
+    return np.einsum(expr, *operands, optimize=optimize)
+
+
 def _einsum_operand_grad(g, i, subs, output, operands):
     """Cotangent of operand ``i``: contract ``g`` with the other operands."""
     target = operands[i]
@@ -374,7 +381,7 @@ def _einsum_operand_grad(g, i, subs, output, operands):
     present = "".join(c for c in unique if c in available)
     expr = ",".join([output] + others) + "->" + present
     rest = [op for j, op in enumerate(operands) if j != i]
-    grad = np.einsum(expr, g, *rest, optimize=len(rest) > 1)
+    grad = _contract(expr, g, *rest)
     sizes = {c: target.shape[k] for k, c in enumerate(sub)}
     if present != unique:
         # Letters summed within this operand alone: the gradient is constant along them.
@@ -400,7 +407,7 @@ def einsum(subscripts, *operands):
 def _einsum(operands, subscripts):
     operands = [np.asarray(op) for op in operands]
     subs, output = _parse_einsum(subscripts, operands)
-    out = np.einsum(",".join(subs) + "->" + output, *operands, optimize=len(operands) > 2)
+    out = _contract(",".join(subs) + "->" + output, *operands)
 
     def vjp(g):
         return tuple(

@@ -4,6 +4,9 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 from kgraph import ops
 from kgraph.autodiff import GradientTape
@@ -405,3 +408,26 @@ def test_shape_helpers():
 def test_bad_input_raises_a_clear_error(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         call()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3),
+    op=st.sampled_from([ops.add, ops.subtract, ops.multiply, ops.maximum, ops.minimum]),
+)
+def test_binary_ops_broadcast_any_shapes(shapes, op):
+    a, b = _inputs(shapes.input_shapes, seed=3)
+    np.testing.assert_allclose(op(a, b), getattr(np, op.__name__)(a, b))
+    check_gradients(lambda xs: op(*xs), [a, b])
+
+
+def test_large_einsum_matches_matmul_gradients():
+    a, b = _inputs([(4, 2, 32, 16), (4, 2, 24, 16)], seed=4)
+    with GradientTape(persistent=True) as tape:
+        tape.watch([a, b])
+        e = ops.einsum("bhqd,bhkd->bhqk", a, b)
+        m = ops.matmul(a, ops.swapaxes(b, -1, -2))
+    np.testing.assert_allclose(e, m, rtol=1e-10)
+    c = np.random.default_rng(5).standard_normal(e.shape)
+    for ge, gm in zip(tape.gradient(e, [a, b], output_gradients=c), tape.gradient(m, [a, b], output_gradients=c)):
+        np.testing.assert_allclose(ge, gm, rtol=1e-10, atol=1e-12)
