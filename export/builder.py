@@ -1,5 +1,6 @@
 """GraphBuilder: the names, initializers, constants, tensor layouts and nodes of the ONNX graph being built."""
 import dataclasses
+import hashlib
 
 import numpy as np
 from onnx import helper, numpy_helper
@@ -152,6 +153,7 @@ class GraphBuilder:
         self._consts = {}
         self._conversions = {}
         self._graph_inputs = set()
+        self._renamed = {}
 
     # ----- naming -------------------------------------------------------------------
     def reserve(self, name):
@@ -185,15 +187,17 @@ class GraphBuilder:
                                            **attrs))
 
     def weight(self, variable, scope, transform=None, variant=None):
-        """Initializer for a weight Variable (one per Variable and ``variant``); return its name."""
+        """Initializer for a weight Variable (one per Variable and distinct transformed value); return its name."""
         if transform is not None and variant is None:
             raise ValueError("weight(): a `transform` needs a `variant` label naming it, e.g. variant='oihw'.")
+        value = np.asarray(variable.value)
         key = (id(variable), variant)
+        if transform is not None:
+            value = np.ascontiguousarray(transform(value))
+            # Two calls may transform one Variable differently under one label (e.g. two row orders).
+            key += (value.dtype.str, value.shape, hashlib.sha1(value.tobytes()).hexdigest())
         if key in self._weights:
             return self._weights[key][0]
-        value = np.asarray(variable.value)
-        if transform is not None:
-            value = np.asarray(transform(value))
         path = getattr(variable, "path", None) or f"{scope}/{getattr(variable, 'name', 'weight')}"
         name = self.unique_name(path if variant is None else f"{path}_{variant}")
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
@@ -232,10 +236,12 @@ class GraphBuilder:
     def add_output(self, name, source, shape, dtype, dim_params):
         """Declare graph output ``name`` carrying tensor ``source`` (renamed in place when possible)."""
         self.reserve(name)
-        produced = [node for node in self.nodes if source in node.output]
+        source = self._renamed.get(source, source)
+        produced = any(source in node.output for node in self.nodes)
         claimed = {info.name for info in self.outputs}
         if produced and source not in self._graph_inputs and source not in claimed:
             self._rename(source, name)
+            self._renamed[source] = name
         else:
             self.add_node("Identity", [source], [name], name=self.unique_name(f"{name}/Identity"))
         self.outputs.append(_value_info(name, shape, dtype, dim_params))

@@ -106,8 +106,7 @@ def native_outputs(model, feeds):
     functional = functional_of(model)
     arrays = [feeds[name] for name in functional.input_names]
     if isinstance(functional._inputs_struct, dict):
-        by_id = {id(t): a for t, a in zip(functional.inputs, arrays)}
-        x = {key: by_id[id(t)] for key, t in functional._inputs_struct.items()}
+        x = dict(zip(functional.input_names, arrays))
     else:
         x = arrays[0] if len(arrays) == 1 else arrays
     return [np.asarray(y) for y in tree.flatten(model.predict(x, verbose=0))]
@@ -143,20 +142,22 @@ def compare(expected, actual, rtol, atol):
     return float(diff.max(initial=0.0)), float(rel.max(initial=0.0)), ok, ""
 
 
-def verify(model, onnx_model, batches=(1, 3), sampler=None, rtol=None, atol=None, seed=0, print_fn=print):
+def verify(model, onnx_model, batches=(1, 3), sampler=None, rtol=None, atol=None, seed=0, print_fn=print,
+           levels=LEVELS):
     """Compare ``model``'s native ``predict`` with onnxruntime (optimizations on and off) on seeded inputs.
 
     ``onnx_model`` is a ModelProto or a path. Tolerances default to the
     loosest declared by the model's layers' converters (1e-5 each for plain
-    float32 layers). ``print_fn`` (None: silent) gets one line per output,
-    batch size and optimization level. Returns a Report (``report.ok``).
+    float32 layers). ``levels`` are onnxruntime GraphOptimizationLevel names.
+    ``print_fn`` (None: silent) gets one line per output, batch size and
+    optimization level. Returns a Report (``report.ok``).
     """
     opset = next((o.version for o in _opset_imports(onnx_model) if o.domain in ("", "ai.onnx")), None)
     default_rtol, default_atol = registry.tolerance(leaf_layers(model), opset)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
     names = functional_of(model).output_names
-    sessions = {level: session(onnx_model, level) for level in LEVELS}
+    sessions = {level: session(onnx_model, level) for level in levels}
     comparisons = []
     for batch in batches:
         feeds = make_inputs(model, batch, sampler=sampler, seed=seed + batch)

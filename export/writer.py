@@ -50,3 +50,19 @@ def save(model, path, check=None):
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
     return path
+
+
+def write_text(path, text):
+    """Write ``text`` to ``path`` (UTF-8) through a temporary file beside it and ``os.replace``."""
+    path = os.path.abspath(os.fspath(path))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

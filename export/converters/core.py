@@ -1,6 +1,4 @@
 """Converters for the core layers: Dense, Activation, Dropout, Identity."""
-import hashlib
-
 from kgraph import layers
 
 from export.builder import FeatureOrder, Value
@@ -18,9 +16,7 @@ def convert_dense(ctx):
     bias = ctx.weight(layer.bias) if layer.use_bias else None
     if rank == 2:
         if isinstance(layout, FeatureOrder):
-            order = layout.order
-            kernel = ctx.weight(layer.kernel, transform=lambda k: k[order],
-                                variant="rows_" + hashlib.sha1(order.tobytes()).hexdigest()[:8])
+            kernel = ctx.weight(layer.kernel, transform=lambda k: k[layout.order], variant="permuted")
             x = ctx.input(0, layout=None, dtype=dtype)
         else:
             kernel = ctx.weight(layer.kernel)

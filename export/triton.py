@@ -1,0 +1,57 @@
+"""Triton model repository layout: DIR/NAME/config.pbtxt and DIR/NAME/1/model.onnx."""
+import json
+import os
+
+from onnx import TensorProto
+
+from export import writer
+from export.registry import ExportError
+
+DEFAULT_MAX_BATCH_SIZE = 64
+
+_TRITON_TYPES = {
+    TensorProto.BOOL: "TYPE_BOOL", TensorProto.UINT8: "TYPE_UINT8", TensorProto.UINT16: "TYPE_UINT16",
+    TensorProto.UINT32: "TYPE_UINT32", TensorProto.UINT64: "TYPE_UINT64", TensorProto.INT8: "TYPE_INT8",
+    TensorProto.INT16: "TYPE_INT16", TensorProto.INT32: "TYPE_INT32", TensorProto.INT64: "TYPE_INT64",
+    TensorProto.FLOAT16: "TYPE_FP16", TensorProto.FLOAT: "TYPE_FP32", TensorProto.DOUBLE: "TYPE_FP64",
+    TensorProto.BFLOAT16: "TYPE_BF16", TensorProto.STRING: "TYPE_STRING",
+}
+
+
+def _tensor_block(info):
+    elem = info.type.tensor_type.elem_type
+    if elem not in _TRITON_TYPES:
+        raise ExportError(f"Tensor '{info.name}' has ONNX element type {TensorProto.DataType.Name(elem)}, which "
+                          f"Triton cannot describe; expected one of {sorted(_TRITON_TYPES.values())}.")
+    # The first axis is the batch axis, which Triton leaves out of dims when max_batch_size > 0.
+    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in info.type.tensor_type.shape.dim[1:]]
+    return ("  {\n"
+            f"    name: {json.dumps(info.name)}\n"
+            f"    data_type: {_TRITON_TYPES[elem]}\n"
+            f"    dims: [ {', '.join(str(d) for d in dims)} ]\n"
+            "  }")
+
+
+def config_text(model, name, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+    """The config.pbtxt text for ONNX ``model`` served as ``name``."""
+    if not isinstance(max_batch_size, int) or max_batch_size < 1:
+        raise ExportError(f"max_batch_size must be a positive integer. Received: {max_batch_size!r}")
+    inputs = ",\n".join(_tensor_block(i) for i in model.graph.input)
+    outputs = ",\n".join(_tensor_block(o) for o in model.graph.output)
+    return (f"name: {json.dumps(name)}\n"
+            'platform: "onnxruntime_onnx"\n'
+            f"max_batch_size: {max_batch_size}\n"
+            f"input [\n{inputs}\n]\n"
+            f"output [\n{outputs}\n]\n"
+            "dynamic_batching { }\n")
+
+
+def write_repository(model, directory, name, max_batch_size=DEFAULT_MAX_BATCH_SIZE, check=None):
+    """Write ``directory/name/config.pbtxt`` and ``directory/name/1/model.onnx``; return the model path."""
+    if not name or os.sep in name or name in (".", ".."):
+        raise ExportError(f"The Triton model name must be a plain directory name. Received: {name!r}")
+    text = config_text(model, name, max_batch_size)
+    model_dir = os.path.join(os.fspath(directory), name)
+    model_path = writer.save(model, os.path.join(model_dir, "1", "model.onnx"), check=check)
+    writer.write_text(os.path.join(model_dir, "config.pbtxt"), text)
+    return model_path
