@@ -28,6 +28,7 @@ __all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_rec
 _active_tapes = []
 
 _ndarray = np.ndarray
+_EMPTY = inspect.Parameter.empty
 
 
 def is_recording():
@@ -66,10 +67,6 @@ def _as_output(out):
     if isinstance(out, (tuple, list)):
         return type(out)(o if type(o) is _ndarray else np.asarray(o) for o in out)
     return np.asarray(out)
-
-
-def _is_float(a):
-    return isinstance(a, _ndarray) and a.dtype.kind in "fc"
 
 
 def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
@@ -132,7 +129,7 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
         num_inputs = 1
     elif num_inputs is None:
         num_inputs = 0
-        while num_inputs < len(params) and params[num_inputs].default is inspect.Parameter.empty:
+        while num_inputs < len(params) and params[num_inputs].default is _EMPTY:
             num_inputs += 1
     if num_inputs > len(params):
         raise ValueError(
@@ -153,7 +150,7 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
                 raise TypeError(f"{op_name}() got multiple values for argument '{p.name}'")
             while len(args) < i:
                 missing = input_params[len(args)]
-                if missing.default is inspect.Parameter.empty:
+                if missing.default is _EMPTY:
                     raise TypeError(f"{op_name}() missing required argument '{missing.name}'")
                 args.append(missing.default)
             args.append(kwargs.pop(p.name))
@@ -176,9 +173,7 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
         else:
             for a in args[:num_inputs]:
                 if type(a) is not _ndarray and isinstance(a, Variable):
-                    args = tuple([v.value if isinstance(v, Variable) else v for v in args[:num_inputs]]) + args[
-                        num_inputs:
-                    ]
+                    args = tuple([_value(v) for v in args[:num_inputs]]) + args[num_inputs:]
                     break
         out = fn(*args, **kwargs)[0]
         return out if type(out) is _ndarray else _as_output(out)
@@ -197,9 +192,6 @@ class _OpSpec:
         self.num_inputs = num_inputs
         self.list_input = list_input
         self.defaults = defaults
-
-
-_EMPTY = inspect.Parameter.empty
 
 
 def _tapes_of_this_thread():
@@ -398,12 +390,12 @@ class GradientTape:
             flat_sources = [sources]
         source_arrays = [self._source_array(s) for s in flat_sources]
 
-        targets = list(target) if isinstance(target, (list, tuple)) else [target]
-        targets = [np.asarray(_value(t)) for t in targets]
+        several = isinstance(target, (list, tuple))
+        targets = [np.asarray(_value(t)) for t in (target if several else [target])]
         if output_gradients is None:
             seeds = [None] * len(targets)
         else:
-            seeds = list(output_gradients) if isinstance(output_gradients, (list, tuple)) else [output_gradients]
+            seeds = list(output_gradients) if several else [output_gradients]
             if len(seeds) != len(targets):
                 raise ValueError(
                     "output_gradients must match target. "
@@ -413,13 +405,15 @@ class GradientTape:
         if not self._persistent:
             self._used = True
             self._deactivate()
-        # A VJP may itself call kgraph.ops; keep those calls off every tape.
-        suspended = _active_tapes[:]
-        _active_tapes.clear()
+        # A VJP may itself call kgraph.ops; keep those calls off this thread's tapes.
+        ident = threading.get_ident()
+        suspended = [t for t in _active_tapes if t._thread == ident]
+        for t in suspended:
+            t._deactivate()
         try:
             cotangents = self._backward(targets, seeds, source_arrays)
         finally:
-            _active_tapes[:0] = suspended
+            _active_tapes.extend(suspended)
         if not self._persistent:
             self._records = []
             self._tracked = {}

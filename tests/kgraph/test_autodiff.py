@@ -170,6 +170,8 @@ def test_output_gradients_and_multiple_targets():
         y = ops.square(x)
         z = ops.multiply(x, 3.0)
     np.testing.assert_allclose(tape.gradient(y, x, output_gradients=np.array([1.0, -1.0])), [2.0, -4.0])
+    np.testing.assert_allclose(tape.gradient(y, x, output_gradients=[1.0, -1.0]), [2.0, -4.0])
+    np.testing.assert_allclose(tape.gradient([y, z], x, output_gradients=[np.ones(2), np.zeros(2)]), 2 * x)
     np.testing.assert_allclose(tape.gradient([y, z], x), 2 * x + 3)
     with pytest.raises(ValueError, match="output_gradients"):
         tape.gradient(y, x, output_gradients=np.ones(3))
@@ -275,6 +277,31 @@ def test_ops_in_other_threads_are_not_recorded():
         worker.start()
         worker.join()
     assert tape._records == []
+
+
+def test_gradient_in_one_thread_does_not_pause_another_threads_tape():
+    x = np.array([3.0])
+    computed, resume = threading.Event(), threading.Event()
+    result = {}
+
+    def other_thread():
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = ops.square(x)
+            computed.set()
+            resume.wait()
+            result["grad"] = tape.gradient(y, x)
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    computed.wait()
+    with GradientTape() as tape:
+        tape.watch(x)
+        z = ops.exp(x)
+    np.testing.assert_allclose(tape.gradient(z, x), np.exp(x))
+    resume.set()
+    worker.join()
+    np.testing.assert_allclose(result["grad"], [6.0])
 
 
 def test_tensor_inputs_by_keyword():
