@@ -11,3 +11,7 @@ from kgraph.ops.shape import *  # noqa: F401,F403
 from kgraph.ops.shape import __all__ as _shape_all
 
 __all__ = sorted(_math_all + _shape_all + _nn_all)
+from kgraph.ops.recurrent import *  # noqa: F401,F403,E402
+from kgraph.ops.recurrent import __all__ as _recurrent_all  # noqa: E402
+
+__all__ = sorted(__all__ + _recurrent_all)

@@ -1,0 +1,293 @@
+"""Fused recurrent sequence ops (SimpleRNN, LSTM, GRU) with backpropagation through time.
+
+Each op runs the whole recurrence over the time axis as one recorded primitive:
+the forward loop keeps what the backward needs, and the VJP runs BPTT. The
+input projection ``x @ kernel + bias`` for every timestep is computed by the
+caller (one matmul) and passed in as ``projection`` of shape
+``(batch, timesteps, gates * units)`` with Keras's gate order; the ops add the
+recurrent part ``h @ recurrent_kernel`` step by step. Outputs are batch-major
+and in processing order (reversed in time when ``go_backwards``), as Keras
+returns them.
+"""
+import numpy as np
+
+from kgraph.autodiff import primitive
+from kgraph.ops import gate_activations
+
+__all__ = ["gru", "lstm", "simple_rnn"]
+
+
+class _RecurrentProduct:
+    """``h @ kernel`` for a ``(units, gates * units)`` kernel, each gate block seeing its own mask of ``h``."""
+
+    def __init__(self, kernel, masks):
+        self.kernel = kernel
+        self.masks = masks
+        self.units = kernel.shape[0]
+        self.gates = kernel.shape[1] // self.units
+        if masks is not None:
+            self.blocks = kernel.reshape(self.units, self.gates, self.units).transpose(1, 0, 2)
+
+    def forward(self, h, out):
+        """Write the product for one step's ``h`` (batch, units) into ``out`` (batch, gates * units)."""
+        if self.masks is None:
+            np.matmul(h, self.kernel, out=out)
+            return
+        product = np.matmul(h * self.masks, self.blocks)
+        out.reshape(h.shape[0], self.gates, self.units)[...] = product.transpose(1, 0, 2)
+
+    def backward(self, d_out):
+        """The cotangent of one step's ``h`` given that of the product."""
+        if self.masks is None:
+            return d_out @ self.kernel.T
+        batch = d_out.shape[0]
+        per_gate = d_out.reshape(batch, self.gates, self.units).transpose(1, 0, 2)
+        d_masked = np.matmul(per_gate, self.blocks.transpose(0, 2, 1))
+        d_masked *= self.masks
+        return d_masked.sum(axis=0)
+
+    def kernel_gradient(self, hidden, d_out):
+        """The kernel cotangent from every step's ``h`` (T, batch, units) and product cotangent."""
+        units = self.units
+        if self.masks is None:
+            return hidden.reshape(-1, units).T @ d_out.reshape(-1, d_out.shape[-1])
+        blocks = [(hidden * self.masks[k]).reshape(-1, units).T @ d_out[..., k * units:(k + 1) * units]
+                  .reshape(-1, units) for k in range(self.gates)]
+        return np.concatenate(blocks, axis=1)
+
+
+def _check(name, projection, recurrent_kernel, gates, masks):
+    if projection.ndim != 3 or recurrent_kernel.ndim != 2 or \
+            recurrent_kernel.shape[1] != gates * recurrent_kernel.shape[0] or \
+            projection.shape[-1] != recurrent_kernel.shape[1]:
+        raise ValueError(
+            f"{name} expects projection of shape (batch, timesteps, {gates} * units) and recurrent_kernel "
+            f"of shape (units, {gates} * units). Received: projection.shape={projection.shape}, "
+            f"recurrent_kernel.shape={recurrent_kernel.shape}")
+    units = recurrent_kernel.shape[0]
+    if masks is not None and np.shape(masks) != (gates, projection.shape[0], units):
+        raise ValueError(f"{name} expects recurrent_masks of shape {(gates, projection.shape[0], units)}. "
+                         f"Received: {np.shape(masks)}")
+
+
+def _steps(timesteps, go_backwards):
+    """Pairs (processing step, input time index)."""
+    return list(enumerate(range(timesteps - 1, -1, -1) if go_backwards else range(timesteps)))
+
+
+def _to_input_order(per_step, go_backwards):
+    """A time-major (T, batch, n) array in processing order, as batch-major in input time order."""
+    return (per_step[::-1] if go_backwards else per_step).transpose(1, 0, 2)
+
+
+@primitive(num_inputs=2)
+def simple_rnn(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=None, activation="tanh"):
+    """Run ``h = activation(projection_t + h @ recurrent_kernel)`` over time.
+
+    Args:
+        projection: ``(batch, timesteps, units)`` input projections.
+        recurrent_kernel: ``(units, units)``.
+        go_backwards: process the sequence from the last timestep.
+        recurrent_masks: optional ``(1, batch, units)`` dropout mask of ``h``.
+        activation: a Keras activation name.
+
+    Returns:
+        ``(sequence, last_h)``: all hidden states ``(batch, timesteps, units)``
+        in processing order, and the final state ``(batch, units)``.
+    """
+    _check("simple_rnn", projection, recurrent_kernel, 1, recurrent_masks)
+    act = gate_activations.get(activation)
+    batch, timesteps, units = projection.shape
+    product = _RecurrentProduct(recurrent_kernel, recurrent_masks)
+    hidden = np.zeros((timesteps + 1, batch, units), dtype=projection.dtype)
+    steps = _steps(timesteps, go_backwards)
+    for s, t in steps:
+        h = hidden[s + 1]
+        product.forward(hidden[s], h)
+        h += projection[:, t]
+        act.forward(h, h)
+
+    def vjp(cotangents):
+        g_sequence, g_last = cotangents
+        derivative = act.derivative(hidden[1:])
+        d_pre = np.empty_like(derivative)
+        dh = g_last.copy()
+        for s, _ in reversed(steps):
+            dh += g_sequence[:, s]
+            np.multiply(dh, derivative[s], out=d_pre[s])
+            dh = product.backward(d_pre[s])
+        return _to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre)
+
+    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy()), vjp
+
+
+@primitive(num_inputs=2)
+def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=None, activation="tanh",
+         recurrent_activation="sigmoid"):
+    """Run a Keras LSTM cell (gate order i, f, c, o) over time.
+
+    Args:
+        projection: ``(batch, timesteps, 4 * units)`` input projections with the bias.
+        recurrent_kernel: ``(units, 4 * units)``.
+        go_backwards: process the sequence from the last timestep.
+        recurrent_masks: optional ``(4, batch, units)`` dropout masks of ``h``, one per gate.
+        activation, recurrent_activation: Keras activation names.
+
+    Returns:
+        ``(sequence, last_h, last_c)``.
+    """
+    _check("lstm", projection, recurrent_kernel, 4, recurrent_masks)
+    act = gate_activations.get(activation)
+    gate_act = gate_activations.get(recurrent_activation)
+    batch, timesteps, width = projection.shape
+    u = width // 4
+    product = _RecurrentProduct(recurrent_kernel, recurrent_masks)
+    gates = np.empty((timesteps, batch, width), dtype=projection.dtype)
+    cells = np.zeros((timesteps + 1, batch, u), dtype=projection.dtype)
+    hidden = np.zeros((timesteps + 1, batch, u), dtype=projection.dtype)
+    act_cells = np.empty((timesteps, batch, u), dtype=projection.dtype)
+    steps = _steps(timesteps, go_backwards)
+    for s, t in steps:
+        z = gates[s]
+        product.forward(hidden[s], z)
+        z += projection[:, t]
+        gate_act.forward(z[:, :2 * u], z[:, :2 * u])
+        act.forward(z[:, 2 * u:3 * u], z[:, 2 * u:3 * u])
+        gate_act.forward(z[:, 3 * u:], z[:, 3 * u:])
+        c = cells[s + 1]
+        np.multiply(z[:, u:2 * u], cells[s], out=c)
+        c += z[:, :u] * z[:, 2 * u:3 * u]
+        act.forward(c, act_cells[s])
+        np.multiply(z[:, 3 * u:], act_cells[s], out=hidden[s + 1])
+
+    def vjp(cotangents):
+        g_sequence, g_h, g_c = cotangents
+        derivative = np.empty_like(gates)
+        derivative[..., :2 * u] = gate_act.derivative(gates[..., :2 * u])
+        derivative[..., 2 * u:3 * u] = act.derivative(gates[..., 2 * u:3 * u])
+        derivative[..., 3 * u:] = gate_act.derivative(gates[..., 3 * u:])
+        # d h / d c at each step: o * act'(c).
+        h_to_c = gates[..., 3 * u:] * act.derivative(act_cells)
+        d_pre = np.empty_like(gates)
+        dh = g_h.copy()
+        dc = g_c.copy()
+        for s, _ in reversed(steps):
+            z = gates[s]
+            dz = d_pre[s]
+            dh += g_sequence[:, s]
+            dc += dh * h_to_c[s]
+            np.multiply(dc, z[:, 2 * u:3 * u], out=dz[:, :u])
+            np.multiply(dc, cells[s], out=dz[:, u:2 * u])
+            np.multiply(dc, z[:, :u], out=dz[:, 2 * u:3 * u])
+            np.multiply(dh, act_cells[s], out=dz[:, 3 * u:])
+            dz *= derivative[s]
+            dc *= z[:, u:2 * u]
+            dh = product.backward(dz)
+        return _to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre)
+
+    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy(), cells[-1].copy()), vjp
+
+
+@primitive(num_inputs=3)
+def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, go_backwards=False,
+        recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid"):
+    """Run a Keras GRU cell (gate order z, r, h) over time.
+
+    Args:
+        projection: ``(batch, timesteps, 3 * units)`` input projections with the input bias.
+        recurrent_kernel: ``(units, 3 * units)``.
+        recurrent_bias: optional ``(3 * units,)`` bias of the recurrent product
+            (only with ``reset_after``).
+        reset_after: apply the reset gate after the recurrent matmul (Keras's
+            default) rather than to ``h`` before it.
+        go_backwards: process the sequence from the last timestep.
+        recurrent_masks: optional ``(3, batch, units)`` dropout masks of ``h``, one per gate.
+        activation, recurrent_activation: Keras activation names.
+
+    Returns:
+        ``(sequence, last_h)``.
+    """
+    _check("gru", projection, recurrent_kernel, 3, recurrent_masks)
+    if recurrent_bias is not None and not reset_after:
+        raise ValueError("gru takes a recurrent_bias only with reset_after=True; without it the whole "
+                         "bias belongs in the projection. Received: reset_after=False and a recurrent_bias")
+    act = gate_activations.get(activation)
+    gate_act = gate_activations.get(recurrent_activation)
+    batch, timesteps, width = projection.shape
+    u = width // 3
+    dtype = projection.dtype
+    if reset_after:
+        product = _RecurrentProduct(recurrent_kernel, recurrent_masks)
+    else:
+        zr_masks = None if recurrent_masks is None else recurrent_masks[:2]
+        product = _RecurrentProduct(recurrent_kernel[:, :2 * u], zr_masks)
+        candidate_kernel = recurrent_kernel[:, 2 * u:]
+    h_mask = None if recurrent_masks is None else recurrent_masks[2]
+    gates = np.empty((timesteps, batch, width), dtype=dtype)
+    # reset_after keeps the recurrent candidate h @ R_h + b_h; otherwise r * h.
+    kept = np.empty((timesteps, batch, u), dtype=dtype)
+    recurrent = np.empty((batch, product.gates * u), dtype=dtype)
+    hidden = np.zeros((timesteps + 1, batch, u), dtype=dtype)
+    steps = _steps(timesteps, go_backwards)
+    for s, t in steps:
+        z = gates[s]
+        h_prev = hidden[s]
+        product.forward(h_prev, recurrent)
+        if recurrent_bias is not None:
+            recurrent += recurrent_bias
+        np.add(projection[:, t, :2 * u], recurrent[:, :2 * u], out=z[:, :2 * u])
+        gate_act.forward(z[:, :2 * u], z[:, :2 * u])
+        candidate = z[:, 2 * u:]
+        if reset_after:
+            kept[s] = recurrent[:, 2 * u:]
+            np.multiply(z[:, u:2 * u], kept[s], out=candidate)
+        else:
+            np.multiply(z[:, u:2 * u], h_prev if h_mask is None else h_prev * h_mask, out=kept[s])
+            np.matmul(kept[s], candidate_kernel, out=candidate)
+        candidate += projection[:, t, 2 * u:]
+        act.forward(candidate, candidate)
+        h = hidden[s + 1]
+        np.subtract(h_prev, candidate, out=h)
+        h *= z[:, :u]
+        h += candidate
+
+    def vjp(cotangents):
+        g_sequence, g_h = cotangents
+        update, reset, candidate = gates[..., :u], gates[..., u:2 * u], gates[..., 2 * u:]
+        to_update = (hidden[:-1] - candidate) * gate_act.derivative(update)
+        to_candidate = (1 - update) * act.derivative(candidate)
+        reset_derivative = gate_act.derivative(reset)
+        if reset_after:
+            to_reset = kept * reset_derivative
+        else:
+            to_reset = (hidden[:-1] if h_mask is None else hidden[:-1] * h_mask) * reset_derivative
+        d_pre = np.empty_like(gates)
+        d_recurrent = np.empty((timesteps, batch, product.gates * u), dtype=dtype)
+        dh = g_h.copy()
+        for s, _ in reversed(steps):
+            d = d_pre[s]
+            dh += g_sequence[:, s]
+            np.multiply(dh, to_update[s], out=d[:, :u])
+            np.multiply(dh, to_candidate[s], out=d[:, 2 * u:])
+            if reset_after:
+                d_r = d_recurrent[s]
+                np.multiply(d[:, 2 * u:], to_reset[s], out=d[:, u:2 * u])
+                d_r[:, :2 * u] = d[:, :2 * u]
+                np.multiply(d[:, 2 * u:], reset[s], out=d_r[:, 2 * u:])
+                dh = dh * update[s] + product.backward(d_r)
+            else:
+                d_kept = d[:, 2 * u:] @ candidate_kernel.T
+                np.multiply(d_kept, to_reset[s], out=d[:, u:2 * u])
+                d_kept *= reset[s]
+                if h_mask is not None:
+                    d_kept *= h_mask
+                d_recurrent[s] = d[:, :2 * u]
+                dh = dh * update[s] + d_kept + product.backward(d_recurrent[s])
+        d_kernel = product.kernel_gradient(hidden[:-1], d_recurrent)
+        if not reset_after:
+            d_candidate = kept.reshape(-1, u).T @ d_pre[..., 2 * u:].reshape(-1, u)
+            d_kernel = np.concatenate([d_kernel, d_candidate], axis=1)
+        d_bias = None if recurrent_bias is None else d_recurrent.sum(axis=(0, 1))
+        return _to_input_order(d_pre, go_backwards), d_kernel, d_bias
+
+    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy()), vjp
