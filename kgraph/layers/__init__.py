@@ -6,3 +6,4 @@ from kgraph.layers.core import Activation, Dense, Dropout, Identity
 from kgraph.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add,
                                    concatenate)
 from kgraph.layers.reshaping import Flatten, Reshape
+from kgraph.layers.recurrent import GRU, LSTM, SimpleRNN
