@@ -102,7 +102,9 @@ def power(x1, x2):
             positive = np.greater(x1, 0)
             return g * out * np.where(positive, np.log(np.where(positive, x1, 1)), 0)
 
-        return lambda: g * x2 * np.power(x1, np.subtract(x2, 1)), d_exponent
+        # Python scalars stay weakly typed so float32 stays float32.
+        lowered = x2 - 1 if isinstance(x2, (int, float)) else np.subtract(x2, 1)
+        return lambda: g * x2 * np.power(x1, lowered), d_exponent
 
     return out, vjp
 

@@ -127,14 +127,14 @@ def gelu(x, approximate=True):
 @primitive
 def hard_sigmoid(x):
     """``relu6(x + 3) / 6``."""
-    return np.clip(x / 6 + 0.5, 0, 1), lambda g: g * (((x > -3) & (x < 3)) / 6)
+    return np.clip(x / 6 + 0.5, 0, 1), lambda g: g * ((x > -3) & (x < 3)) * (1 / 6)
 
 
 @primitive
 def hard_silu(x):
     """``x * hard_sigmoid(x)`` (also called hard swish)."""
     hs = np.clip(x / 6 + 0.5, 0, 1)
-    return x * hs, lambda g: g * (hs + x * (((x > -3) & (x < 3)) / 6))
+    return x * hs, lambda g: g * (hs + x * ((x > -3) & (x < 3)) * (1 / 6))
 
 
 hard_swish = hard_silu

@@ -337,6 +337,7 @@ def pad(x, pad_width, mode="constant", constant_values=None):
     def vjp(g):
         # Pad the element indices the same way: each output element names its source.
         source = np.pad(np.arange(x.size).reshape(x.shape), widths, mode=mode)
-        return np.bincount(source.ravel(), weights=g.ravel(), minlength=x.size).reshape(x.shape)
+        grad = np.bincount(source.ravel(), weights=g.ravel(), minlength=x.size)
+        return grad.reshape(x.shape).astype(g.dtype, copy=False)
 
     return out, vjp

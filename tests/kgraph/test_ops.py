@@ -233,6 +233,23 @@ def test_float32_stays_float32(name, op, ref, specs):
         assert g.dtype == np.float32 and g.shape == x.shape
 
 
+@pytest.mark.parametrize("name,op,ref,specs", CASES, ids=_IDS)
+def test_vjps_compute_in_float32(name, op, ref, specs):
+    # The tape casts cotangents back to the input dtype; a VJP that upcasts to
+    # float64 would be correct but slow, so check the VJPs themselves.
+    xs = _inputs(specs, seed=2, dtype=np.float32)
+    with GradientTape() as tape:
+        tape.watch(xs)
+        op(*xs)
+    for out, inputs, vjp, _ in tape._records:
+        g = tuple(np.ones_like(o) for o in out) if type(out) is tuple else np.ones_like(out)
+        cts = vjp(g)
+        for a, ct in zip(inputs, cts if isinstance(cts, (tuple, list)) else (cts,)):
+            ct = ct() if callable(ct) else ct
+            if ct is not None and isinstance(a, np.ndarray) and a.dtype == np.float32:
+                assert np.asarray(ct).dtype == np.float32
+
+
 @pytest.mark.parametrize(
     "reduce", [ops.sum, ops.mean, ops.max, ops.min, ops.var, ops.std, ops.prod, ops.logsumexp]
 )
