@@ -174,7 +174,7 @@ class GraphBuilder:
 
     # ----- graph pieces -------------------------------------------------------------
     def add_input(self, name, shape, dtype, dim_params):
-        """Declare a graph input; ``dim_params`` names the dynamic dims (axis -> name)."""
+        """Declare a graph input; ``dim_params`` (axis -> name) makes those axes dynamic whatever ``shape`` says."""
         self.reserve(name)
         self._graph_inputs.add(name)
         self.inputs.append(_value_info(name, shape, dtype, dim_params))
@@ -265,7 +265,7 @@ class GraphBuilder:
 
 
 def _value_info(name, shape, dtype, dim_params):
-    dims = [dim_params.get(i) if d is None else int(d) for i, d in enumerate(shape)]
+    dims = [dim_params[i] if i in dim_params else (None if d is None else int(d)) for i, d in enumerate(shape)]
     for i, d in enumerate(dims):
         if d is None:
             dims[i] = f"{name}_dim{i}"

@@ -108,12 +108,8 @@ def _relu6(ctx, x, dtype, axis):
 
 @register_activation("silu", "swish")
 def _silu(ctx, x, dtype, axis):
+    # ONNX Swish (opset 24) has no onnxruntime kernel: Sigmoid + Mul runs everywhere and is fused by ORT.
     return ctx.op("Mul", [x, ctx.op("Sigmoid", [x])])
-
-
-@register_activation("silu", "swish", opset=24)
-def _silu_24(ctx, x, dtype, axis):
-    return ctx.op("Swish", [x], alpha=1.0)
 
 
 @register_activation("gelu")

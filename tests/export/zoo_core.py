@@ -159,3 +159,11 @@ def dropout_identity():
     h = L.Identity()(h)
     y = L.Dense(2)(h)
     return train_briefly(kgraph.Model(x, [y, L.Dropout(0.2)(y), L.Identity()(x)], name="dropout_identity"))
+
+
+@register_zoo_model("variable_length")
+def variable_length():
+    """A sequence input with a dynamic length axis: rank-3 Dense and softmax over features."""
+    x = kgraph.Input(shape=(None, 6), name="tokens")
+    h = L.Dense(8, activation="relu")(x)
+    return train_briefly(kgraph.Model(x, L.Dense(4, activation="softmax")(h), name="variable_length"))

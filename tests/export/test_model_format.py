@@ -1,0 +1,157 @@
+"""The exported file: dynamic batch, names, initializers, metadata, opset and IR version, external data."""
+import os
+
+import numpy as np
+import onnx
+import pytest
+
+import kgraph
+from export import ExportError, opsets, to_onnx, writer
+from export.verify import session
+from kgraph import layers as L
+from tests.export import zoo
+from tests.export.parity import assert_parity, check_file
+
+
+def _dims(info):
+    return [d.dim_param or d.dim_value for d in info.type.tensor_type.shape.dim]
+
+
+def test_every_input_and_output_has_a_dynamic_batch_axis():
+    for name in ("multi_io", "dict_io", "reshape_flatten", "merges"):
+        proto = to_onnx(zoo.build(name))
+        for info in list(proto.graph.input) + list(proto.graph.output):
+            assert _dims(info)[0] == "batch", (name, info.name)
+
+
+def test_fixed_batch_input_exports_dynamic_and_runs_at_batch_7():
+    fixed = kgraph.Input(batch_shape=(1, 24), name="x")
+    h = L.Flatten()(L.Dense(5, activation="relu")(L.Reshape((4, 6))(fixed)))
+    model = zoo.perturb(kgraph.Model(fixed, L.Dense(3)(h)))
+    proto = to_onnx(model)
+    assert _dims(proto.graph.input[0]) == ["batch", 24]
+    free = kgraph.Input(shape=(24,), name="x")
+    h = L.Flatten()(L.Dense(5, activation="relu")(L.Reshape((4, 6))(free)))
+    twin = kgraph.Model(free, L.Dense(3)(h))
+    twin.set_weights(model.get_weights())
+    x = np.random.default_rng(0).standard_normal((7, 24)).astype(np.float32)
+    for level in ("ORT_ENABLE_ALL", "ORT_DISABLE_ALL"):
+        (y,) = session(proto, level).run(None, {"x": x})
+        np.testing.assert_allclose(y, twin.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+def test_no_batch_size_is_baked_into_constants():
+    for name in zoo.names():
+        proto = to_onnx(zoo.build(name))
+        consts = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
+        for node in proto.graph.node:
+            if node.op_type == "Reshape":
+                assert consts[node.input[1]][0] == 0, (name, node.name)
+
+
+def test_dynamic_non_batch_dims_get_their_own_names():
+    proto = assert_parity(zoo.build("variable_length"))
+    assert _dims(proto.graph.input[0]) == ["batch", "tokens_dim1", 6]
+    assert _dims(proto.graph.output[0])[:2] == ["batch", f"{proto.graph.output[0].name}_dim1"]
+
+
+def test_shared_layer_and_twice_called_nested_model_have_one_initializer_per_weight():
+    for name in ("shared_layer", "nested_twice", "nested_sequential"):
+        model = zoo.build(name)
+        proto = to_onnx(model)
+        assert sorted(i.name for i in proto.graph.initializer) == sorted(v.path for v in model.weights), name
+
+
+def test_names_follow_the_model():
+    model = zoo.build("multi_io")
+    proto = to_onnx(model)
+    assert [i.name for i in proto.graph.input] == model.input_names == ["a", "b"]
+    assert [o.name for o in proto.graph.output] == model.output_names == ["score", "logits", "aux"]
+    assert {i.name for i in proto.graph.initializer} == {v.path for v in model.weights}
+    node_names = [n.name for n in proto.graph.node]
+    assert len(set(node_names)) == len(node_names)
+    layer_names = {layer.name for layer in model.layers}
+    assert all(n.split("/")[0] in layer_names for n in node_names)
+    assert "score/Gemm" in node_names and "score/Sigmoid" in node_names
+
+
+def test_duplicate_outputs_and_input_outputs_get_identities():
+    proto = assert_parity(zoo.build("dropout_identity"))
+    assert [n.op_type for n in proto.graph.node].count("Identity") == 2
+    assert len({o.name for o in proto.graph.output}) == 3
+
+
+def test_metadata_and_producer(tmp_path):
+    model = zoo.build("mlp_sequential")
+    proto = to_onnx(model, tmp_path / "mlp.onnx", source="/some/dir/mlp.pkl")
+    assert proto.producer_name == "kgraph" and proto.producer_version == kgraph.__version__
+    props = {p.key: p.value for p in proto.metadata_props}
+    assert props == {"kgraph_version": kgraph.__version__, "source_file": "mlp.pkl", "layer_count": "3",
+                     "model_name": "mlp_sequential"}
+    assert onnx.load(tmp_path / "mlp.onnx").metadata_props == proto.metadata_props
+
+
+@pytest.mark.parametrize("opset", [13, 17, "max"])
+def test_ir_version_follows_the_opset(opset):
+    opset = opsets.max_opset() if opset == "max" else opset
+    proto = to_onnx(zoo.build("mlp_functional"), opset=opset)
+    assert [(o.domain, o.version) for o in proto.opset_import] == [("", opset)]
+    assert proto.ir_version == onnx.helper.find_min_ir_version_for(list(proto.opset_import))
+    assert proto.ir_version <= opsets.max_ir_version()
+
+
+def test_default_opset_is_17():
+    assert to_onnx(zoo.build("mlp_functional")).opset_import[0].version == 17
+
+
+@pytest.mark.parametrize("bad", [12, "max+1", 17.0, "17"])
+def test_out_of_range_opset_is_a_clear_error(bad):
+    bad = opsets.max_opset() + 1 if bad == "max+1" else bad
+    with pytest.raises(ExportError, match="Received: opset="):
+        to_onnx(zoo.build("mlp_functional"), opset=bad)
+
+
+def test_opset_20_uses_the_gelu_op():
+    ops_20 = {n.op_type for n in assert_parity(zoo.build("dense_activations"), opset=20).graph.node}
+    assert "Gelu" in ops_20 and "Erf" not in ops_20
+
+
+@pytest.mark.parametrize("opset", [13, "max"])
+def test_every_zoo_model_at_the_lowest_and_newest_opset(opset):
+    opset = opsets.max_opset() if opset == "max" else opset
+    for name in zoo.names():
+        entry = zoo.entry(name)
+        proto = assert_parity(entry.build(), rtol=entry.rtol, atol=entry.atol, sampler=entry.sampler, opset=opset,
+                              levels=("ORT_ENABLE_ALL",))
+        assert proto.opset_import[0].version == opset
+
+
+def test_mlp_is_three_gemms_and_activations():
+    proto = to_onnx(zoo.build("mlp_sequential"))
+    assert [n.op_type for n in proto.graph.node] == ["Gemm", "Relu", "Gemm", "Relu", "Gemm", "Softmax"]
+
+
+def test_large_models_are_written_with_external_data(tmp_path, monkeypatch):
+    monkeypatch.setattr(writer, "EXTERNAL_DATA_THRESHOLD", 1024)
+    model = zoo.build("mlp_sequential")
+    path = tmp_path / "big.onnx"
+    proto = to_onnx(model, path)
+    assert sorted(os.listdir(tmp_path)) == ["big.onnx", "big.onnx.data"]
+    assert all(i.raw_data for i in proto.graph.initializer)
+    on_disk = onnx.load(path, load_external_data=False)
+    kernels = [i for i in on_disk.graph.initializer if i.name.endswith("/kernel")]
+    assert len(kernels) == 3 and all(i.data_location == onnx.TensorProto.EXTERNAL for i in kernels)
+    check_file(path)
+    x = np.random.default_rng(1).standard_normal((3, 32)).astype(np.float32)
+    (y,) = session(path, "ORT_ENABLE_ALL").run(None, {"features": x})
+    np.testing.assert_allclose(y, model.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ExportError, match="Expected a `path`"):
+        to_onnx(model)
+
+
+def test_writing_replaces_atomically_and_leaves_no_temporary_files(tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"old")
+    to_onnx(zoo.build("mlp_functional"), path)
+    assert os.listdir(tmp_path) == ["m.onnx"]
+    check_file(path)
