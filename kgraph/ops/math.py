@@ -32,6 +32,11 @@ def _no_gradient(fn):
     return op
 
 
+def _axis_arg(axis):
+    """NumPy reductions take an int or a tuple of axes; also accept a list."""
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
 def _reduced_axes(axis, ndim):
     """Return the sorted non-negative axes a reduction over ``axis`` removes."""
     if axis is None:
@@ -426,6 +431,7 @@ def _einsum(operands, subscripts):
 def sum(x, axis=None, keepdims=False):
     """Sum over ``axis`` (all axes when None)."""
     x = np.asarray(x)
+    axis = _axis_arg(axis)
     out = np.sum(x, axis=axis, keepdims=keepdims)
     return out, lambda g: np.broadcast_to(g.reshape(_keepdims_shape(x.shape, axis)), x.shape)
 
@@ -434,6 +440,7 @@ def sum(x, axis=None, keepdims=False):
 def mean(x, axis=None, keepdims=False):
     """Mean over ``axis`` (all axes when None)."""
     x = np.asarray(x)
+    axis = _axis_arg(axis)
     out = np.mean(x, axis=axis, keepdims=keepdims)
     count = _count(x.shape, axis)
     return out, lambda g: np.broadcast_to(g.reshape(_keepdims_shape(x.shape, axis)) / count, x.shape)
@@ -441,6 +448,7 @@ def mean(x, axis=None, keepdims=False):
 
 def _extremum(reduce, x, axis, keepdims):
     x = np.asarray(x)
+    axis = _axis_arg(axis)
     out = reduce(x, axis=axis, keepdims=keepdims)
 
     def vjp(g):
@@ -469,6 +477,7 @@ def min(x, axis=None, keepdims=False):
 def var(x, axis=None, keepdims=False):
     """Population variance over ``axis``."""
     x = np.asarray(x)
+    axis = _axis_arg(axis)
     out = np.var(x, axis=axis, keepdims=keepdims)
 
     def vjp(g):
@@ -482,6 +491,7 @@ def var(x, axis=None, keepdims=False):
 def std(x, axis=None, keepdims=False):
     """Population standard deviation over ``axis`` (gradient 0 where it is 0)."""
     x = np.asarray(x)
+    axis = _axis_arg(axis)
     out = np.std(x, axis=axis, keepdims=keepdims)
 
     def vjp(g):
@@ -497,6 +507,7 @@ def std(x, axis=None, keepdims=False):
 def prod(x, axis=None, keepdims=False):
     """Product over ``axis``; the gradient is exact even where elements are 0."""
     x = np.asarray(x)
+    axis = _axis_arg(axis)
     out = np.prod(x, axis=axis, keepdims=keepdims)
 
     def vjp(g):
@@ -519,6 +530,7 @@ def prod(x, axis=None, keepdims=False):
 def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` over ``axis``, computed without overflow."""
     x = np.asarray(x)
+    axis = _axis_arg(axis)
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     lse = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m

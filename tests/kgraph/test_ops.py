@@ -95,6 +95,7 @@ CASES = [
     ("sum_axis", lambda a: ops.sum(a, axis=1), lambda a: a.sum(1), [(3, 4)]),
     ("sum_axes_keepdims", lambda a: ops.sum(a, axis=(0, 2), keepdims=True),
      lambda a: a.sum((0, 2), keepdims=True), [(2, 3, 4)]),
+    ("sum_axis_list", lambda a: ops.sum(a, axis=[0, 1]), lambda a: a.sum((0, 1)), [(2, 3, 2)]),
     ("mean", ops.mean, np.mean, [(3, 4)]),
     ("mean_axis", lambda a: ops.mean(a, axis=-1, keepdims=True), lambda a: a.mean(-1, keepdims=True), [(3, 4)]),
     ("max", ops.max, np.max, [(3, 4)]),
