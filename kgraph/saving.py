@@ -20,14 +20,24 @@ _NUMPY_GLOBALS = {
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy", "ndarray"), ("numpy", "dtype"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
 }
+
+
+class RefusedContent(pickle.UnpicklingError):
+    """The file asks for something a kgraph model file may not contain."""
 
 
 def _safe_dtype(*args, **kwargs):
     dtype = np.dtype(*args, **kwargs)
     if dtype.hasobject:
-        raise pickle.UnpicklingError("the file contains a NumPy object array, which could run code on load")
+        raise RefusedContent("the file contains a NumPy object array, which could run code on load")
     return dtype
+
+
+def _safe_frombuffer(buffer, dtype, shape, order):
+    dtype = _safe_dtype(dtype)
+    return np.frombuffer(buffer, dtype=dtype).reshape(shape, order=order).copy()
 
 
 class RestrictedUnpickler(pickle.Unpickler):
@@ -37,8 +47,10 @@ class RestrictedUnpickler(pickle.Unpickler):
         if (module, name) in _NUMPY_GLOBALS:
             if name == "dtype":
                 return _safe_dtype
+            if name == "_frombuffer":
+                return _safe_frombuffer
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(
+        raise RefusedContent(
             f"refusing to load global '{module}.{name}': kgraph model files may only contain plain data "
             "and numeric NumPy arrays")
 
@@ -47,9 +59,9 @@ def safe_loads(payload, source="<bytes>"):
     """Unpickle ``payload`` with the restricted unpickler, with clear errors for bad files."""
     try:
         return RestrictedUnpickler(io.BytesIO(payload)).load()
-    except pickle.UnpicklingError as err:
+    except RefusedContent as err:
         raise ValueError(f"Cannot load '{source}': {err}.") from None
-    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError,
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError,
             UnicodeDecodeError, OverflowError) as err:
         raise ValueError(f"Cannot load '{source}': the file is truncated or corrupt "
                          f"({type(err).__name__}: {err}).") from None
