@@ -93,15 +93,22 @@ class Loss:
     reduction: ``"sum_over_batch_size"`` (default; sum divided by the number of
         elements), ``"mean"`` (same), ``"sum"``, ``"mean_with_sample_weight"``
         (sum divided by the sum of the sample weights) or ``"none"``/``None``.
+    dtype: cast predictions to this float type first; by default floating
+        predictions keep their own dtype (so float64 stays float64).
     """
 
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
         self.name = name or _snake_case(type(self).__name__)
         self.reduction = standardize_reduction(reduction)
-        self.dtype = dtype
+        self.dtype = None if dtype is None else np.dtype(dtype).name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         """Return the reduced loss: a 0-d array (or per-sample array for ``"none"``)."""
+        if self.dtype is not None:
+            if not hasattr(y_pred, "dtype"):
+                y_pred = np.asarray(y_pred)
+            if np.dtype(y_pred.dtype) != self.dtype:
+                y_pred = ops.cast(y_pred, self.dtype)
         values = self.call(y_true, y_pred)
         mask = self.compute_mask(y_true, y_pred)
         return reduce_weighted_values(values, sample_weight, mask, self.reduction)

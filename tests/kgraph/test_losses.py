@@ -155,6 +155,8 @@ def test_reductions_and_sample_weights():
 def test_loss_returns_zero_d_array():
     value = losses.MeanSquaredError()(Y_TRUE.astype(np.float32), Y_PRED.astype(np.float32))
     assert isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.float32
+    assert losses.MeanSquaredError()(Y_TRUE, Y_PRED).dtype == np.float64
+    assert losses.MeanSquaredError(dtype="float32")(Y_TRUE, Y_PRED).dtype == np.float32
 
 
 GRADIENT_CASES = [
