@@ -235,8 +235,12 @@ class GraphBuilder:
 
     def add_output(self, name, source, shape, dtype, dim_params):
         """Declare graph output ``name`` carrying tensor ``source`` (renamed in place when possible)."""
-        self.reserve(name)
         source = self._renamed.get(source, source)
+        if name == source and name in self._graph_inputs:
+            # An input passed straight through keeps its name, which is the output's name too.
+            self.outputs.append(_value_info(name, shape, dtype, dim_params))
+            return
+        self.reserve(name)
         produced = any(source in node.output for node in self.nodes)
         claimed = {info.name for info in self.outputs}
         if produced and source not in self._graph_inputs and source not in claimed:
