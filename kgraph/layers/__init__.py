@@ -7,3 +7,5 @@ from kgraph.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, 
                                    concatenate)
 from kgraph.layers.reshaping import Flatten, Reshape
 from kgraph.layers.recurrent import GRU, LSTM, SimpleRNN
+from kgraph.layers.bidirectional import Bidirectional
+from kgraph.layers.multi_head_attention import MultiHeadAttention
