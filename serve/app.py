@@ -227,6 +227,11 @@ def create_app(
             logger.error("cannot serve: %s", exc)
             on_fatal()
             return
+        except Exception:
+            repository.state = "failed"
+            logger.exception("cannot serve: loading the models failed")
+            on_fatal()
+            return
         repository.activate(loaded)
         logger.info("server ready: %d model version(s)", len(loaded))
 

@@ -74,7 +74,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         self.pending += 1
         try:
-            if self._task is None or request.key is None:
+            if self._task is None or self._task.done() or request.key is None:
                 job = _Job(request, None, loop.time())
                 await self._dispatch([job], release=False)
             else:
@@ -149,23 +149,21 @@ class Batcher:
     async def _dispatch(self, batch: list[_Job], release: bool) -> None:
         try:
             executions = await self._pool.run(self._execute, batch)
+            for start_ns, jobs, input_ns, infer_ns, output_ns in executions:
+                queue_ns = sum(start_ns - job.enqueued_ns for job in jobs)
+                rows = sum(job.request.rows for job in jobs)
+                self._stats.record_execution(rows, len(jobs), queue_ns, input_ns, infer_ns, output_ns)
         except Exception as exc:
             logger.exception("inference pool failed")
-            error = ProtocolError(f"inference could not be scheduled: {exc}", 500)
             for job in batch:
-                job.result = error
-            executions = []
+                if job.result is None:
+                    job.result = ProtocolError(f"inference could not run: {exc}", 500)
         finally:
             if release:
                 self._slots.release()
-        stats = self._stats
-        for start_ns, jobs, input_ns, infer_ns, output_ns in executions:
-            queue_ns = sum(start_ns - job.enqueued_ns for job in jobs)
-            rows = sum(job.request.rows for job in jobs)
-            stats.record_execution(rows, len(jobs), queue_ns, input_ns, infer_ns, output_ns)
-        for job in batch:
-            if job.future is not None and not job.future.done():
-                job.future.set_result(None)
+            for job in batch:
+                if job.future is not None and not job.future.done():
+                    job.future.set_result(None)
 
     def _execute(self, batch: list[_Job]) -> list[tuple]:
         """Run a batch in a pool thread; falls back to one run per job if the merged run fails."""

@@ -210,6 +210,12 @@ class ModelVersion:
         self.session = session
         self.provider = session.provider
         self.stats = ModelStats()
+        if config.max_batch_size and not session.has_batch_axis():
+            raise RepositoryError(
+                f"model '{source.name}' version {source.version}: config.pbtxt sets max_batch_size "
+                f"{config.max_batch_size} but the model has no dynamic first dim to batch along "
+                f"(inputs: {', '.join(f'{s.name} {list(s.shape or [])}' for s in session.inputs)})"
+            )
         batch_axis = session.has_batch_axis() and config.max_batch_size != 0
         if config.max_batch_size:
             max_rows = min(max_rows, config.max_batch_size) if max_rows else 0

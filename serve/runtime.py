@@ -86,7 +86,7 @@ class ModelSession:
         def batched(shape) -> bool:
             return shape is not None and len(shape) >= 1 and shape[0] == -1
 
-        return all(batched(s.shape) for s in self.inputs) and all(
+        return bool(self.inputs) and all(batched(s.shape) for s in self.inputs) and all(
             batched(s.shape) for s in self.outputs if s.shape is not None
         )
 

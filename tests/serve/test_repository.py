@@ -11,7 +11,7 @@ import pytest
 
 from serve.repository import ModelConfig, RepositoryError, discover, parse_pbtxt
 from tests.serve import models
-from tests.serve.harness import ROOT, reference
+from tests.serve.harness import ROOT, ServeProcess, reference
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +150,11 @@ def test_bad_repository_fails_at_startup(tmp_path):
     result = subprocess.run([sys.executable, "-m", "serve", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "name is 'wrong' but the directory is 'm'" in result.stderr
+
+
+def test_config_batching_a_model_without_batch_axis_fails_startup(tmp_path):
+    models.fixed(tmp_path / "f" / "1" / "model.onnx")
+    (tmp_path / "f" / "config.pbtxt").write_text("max_batch_size: 4")
+    server = ServeProcess(tmp_path)
+    assert server.process.wait(timeout=60) == 1
+    assert "sets max_batch_size 4 but the model has no dynamic first dim" in server.log()

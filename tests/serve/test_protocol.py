@@ -1,0 +1,107 @@
+"""Request parsing and response encoding in-process: arbitrary input is a ProtocolError, never a crash."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from serve.protocol import DATATYPES, ProtocolError, Signature, TensorSpec, encode_infer_response, parse_infer_request
+
+SIGNATURE = Signature(
+    inputs=(TensorSpec("x", "FP32", (-1, 3)), TensorSpec("ids", "INT64", (-1, 2))),
+    outputs=(TensorSpec("y", "FP32", (-1, 1)), TensorSpec("z", "INT64", (-1, 2))),
+    batchable=True,
+    max_rows_per_request=0,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+keys = st.sampled_from(["name", "datatype", "shape", "data", "parameters", "binary_data_size", "inputs", "outputs", "id"])
+field_values = st.one_of(
+    json_values,
+    st.sampled_from(["x", "ids", "y", "FP32", "INT64", "BOOL", "FP16"]),
+    st.lists(st.integers(-2, 4), max_size=3),
+)
+
+
+def _parse(body: bytes, header_length: int | None = None):
+    try:
+        return parse_infer_request(body, header_length, SIGNATURE)
+    except ProtocolError as exc:
+        assert exc.status in (400, 413) and exc.message
+        return None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values)
+def test_any_json_document_is_handled(document):
+    _parse(json.dumps(document).encode())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.dictionaries(keys, field_values, max_size=6), max_size=3),
+    st.one_of(st.none(), st.lists(st.dictionaries(keys, field_values, max_size=3), max_size=3)),
+)
+def test_any_tensor_list_is_handled(inputs, outputs):
+    request = {"inputs": inputs}
+    if outputs is not None:
+        request["outputs"] = outputs
+    _parse(json.dumps(request).encode())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64), st.integers(-5, 80), st.integers(0, 40))
+def test_any_binary_body_is_handled(blob, header_length, size):
+    header = json.dumps(
+        {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3], "parameters": {"binary_data_size": size}},
+                    {"name": "ids", "datatype": "INT64", "shape": [1, 2], "data": [1, 2]}]}
+    ).encode()
+    body = header + blob
+    _parse(body, header_length if header_length >= 0 else len(header))
+
+
+def test_valid_request_parses_to_arrays():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    header = json.dumps(
+        {"id": "a", "inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 3], "parameters": {"binary_data_size": 24}},
+                               {"name": "ids", "datatype": "INT64", "shape": [2, 2], "data": [[1, 2], [3, 4]]}],
+         "outputs": [{"name": "z", "parameters": {"binary_data": True}}]}
+    ).encode()
+    request = parse_infer_request(header + x.tobytes(), len(header), SIGNATURE)
+    assert request.id == "a"
+    np.testing.assert_array_equal(request.inputs["x"], x)
+    np.testing.assert_array_equal(request.inputs["ids"], [[1, 2], [3, 4]])
+    assert request.outputs == [("z", True)]
+    assert request.rows == 2
+    assert request.key == (("x", (3,)), ("ids", (2,)))
+
+
+@pytest.mark.parametrize("datatype", list(DATATYPES))
+@pytest.mark.parametrize("binary", [True, False])
+def test_response_encoding_round_trips(datatype, binary):
+    rng = np.random.default_rng(0)
+    array = (rng.random((2, 3)) * 100).astype(DATATYPES[datatype])
+    body, header_length = encode_infer_response("m", "1", "r", [("out", array, binary)])
+    if binary:
+        header = orjson.loads(body[:header_length])
+        output = header["outputs"][0]
+        assert output["parameters"]["binary_data_size"] == array.nbytes
+        decoded = np.frombuffer(body[header_length:], dtype=DATATYPES[datatype]).reshape(output["shape"])
+    else:
+        assert header_length is None
+        header = orjson.loads(body)
+        output = header["outputs"][0]
+        decoded = np.array(output["data"], dtype=DATATYPES[datatype]).reshape(output["shape"])
+    assert header["model_name"] == "m" and header["model_version"] == "1" and header["id"] == "r"
+    assert output["datatype"] == datatype and output["shape"] == [2, 3]
+    np.testing.assert_array_equal(decoded, array)
