@@ -22,12 +22,10 @@ def _float_tensor(x):
 
 def _cast_like(x, reference):
     """Cast ``x`` to the dtype of ``reference`` (no-op when already there)."""
-    dtype = np.dtype(reference.dtype)
-    if isinstance(x, (np.ndarray, Variable)) and np.dtype(x.dtype) == dtype:
-        return x
     if not isinstance(x, (np.ndarray, Variable)):
         x = np.asarray(x)
-    return ops.cast(x, dtype.name)
+    dtype = np.dtype(reference.dtype)
+    return x if np.dtype(x.dtype) == dtype else ops.cast(x, dtype.name)
 
 
 def _inputs(y_true, y_pred):
@@ -164,7 +162,9 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     """
     y_pred = _float_tensor(y_pred)
     labels = _sparse_labels(y_true, y_pred, axis)
-    expected = tuple(np.delete(np.array(y_pred.shape, dtype=np.int64), axis))
+    expected = list(y_pred.shape)
+    del expected[axis]
+    expected = tuple(expected)
     if labels.shape != expected:
         raise ValueError(
             "sparse_categorical_crossentropy expects y_true of shape "

@@ -133,6 +133,8 @@ def test_model_checkpoint_saves_only_on_improvement(tmp_path):
     drive(checkpoint, model, [{"val_loss": v} for v in (0.9, 0.95, 0.5, 0.7)])
     assert sorted(os.listdir(tmp_path)) == ["ckpt-01-0.90.kgraph", "ckpt-03-0.50.kgraph"]
     assert checkpoint.best == 0.5
+    restored = kgraph.load_model(os.path.join(tmp_path, "ckpt-03-0.50.kgraph"))
+    np.testing.assert_array_equal(restored.layers[-1].kernel.value, 2.0)
 
 
 def test_model_checkpoint_weights_every_n_batches(tmp_path):
