@@ -15,3 +15,9 @@ from kgraph.ops.recurrent import *  # noqa: F401,F403,E402
 from kgraph.ops.recurrent import __all__ as _recurrent_all  # noqa: E402
 
 __all__ = sorted(__all__ + _recurrent_all)
+from kgraph.ops.conv import *  # noqa: F401,F403,E402
+from kgraph.ops.conv import __all__ as _conv_all  # noqa: E402
+from kgraph.ops.normalization import *  # noqa: F401,F403,E402
+from kgraph.ops.normalization import __all__ as _normalization_all  # noqa: E402
+
+__all__ = sorted(__all__ + _conv_all + _normalization_all)
