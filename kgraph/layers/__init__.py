@@ -7,5 +7,16 @@ from kgraph.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, 
                                    concatenate)
 from kgraph.layers.reshaping import Flatten, Reshape
 from kgraph.layers.recurrent import GRU, LSTM, SimpleRNN
+from kgraph.layers.convolutional import Conv1D, Conv2D, Conv2DTranspose
+from kgraph.layers.depthwise_separable import DepthwiseConv2D, SeparableConv2D
+from kgraph.layers.embedding import Embedding
+from kgraph.layers.normalization import BatchNormalization, LayerNormalization
+from kgraph.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D,
+                                   GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D,
+                                   MaxPooling2D)
+from kgraph.layers.rescaling import Rescaling
+from kgraph.layers.reshaping_extra import Permute, RepeatVector
+from kgraph.layers.spatial import Cropping1D, Cropping2D, UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D
+from kgraph.layers.spatial_dropout import SpatialDropout1D, SpatialDropout2D
 from kgraph.layers.bidirectional import Bidirectional
 from kgraph.layers.multi_head_attention import MultiHeadAttention
