@@ -96,3 +96,4 @@ Put a new converter module in this package and import it below, or register
 from anywhere before exporting (registration is a side effect of import).
 """
 from export.converters import activations, core, merging, reshaping  # noqa: F401
+from export.converters import convolutional, embedding, normalization, pooling, spatial  # noqa: F401,E402
