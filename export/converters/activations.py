@@ -4,10 +4,14 @@ import math
 
 import numpy as np
 
-from export.builder import NATIVE
+from export.builder import NATIVE, onnx_dtype
 from export.registry import ExportError
 
 _EMITTERS = {}
+
+# Activations whose ops onnxruntime implements for every float type; the others (Erf, Elu, Selu, Softplus,
+# Softsign, HardSigmoid, LeakyRelu at some opsets) have float32 kernels only and run on other types through Casts.
+ANY_FLOAT = {"linear", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "exponential", "relu6", "silu", "swish"}
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -63,7 +67,11 @@ def emit_activation(ctx, activation, x, layout=NATIVE, rank=2, dtype="float32"):
             f"{supported_activations()}; register one with "
             f"@export.converters.activations.register_activation('{name}').")
     axis = layout.normalize(rank).physical_axis(-1, rank)
-    return variants[-1](ctx, x, np.dtype(dtype).name, axis)
+    dtype = np.dtype(dtype).name
+    if dtype != "float32" and name not in ANY_FLOAT:
+        y = variants[-1](ctx, ctx.op("Cast", [x], to=onnx_dtype("float32")), "float32", axis)
+        return ctx.op("Cast", [y], to=onnx_dtype(dtype))
+    return variants[-1](ctx, x, dtype, axis)
 
 
 def _unary(op_type, **attrs):

@@ -167,3 +167,11 @@ def variable_length():
     x = kgraph.Input(shape=(None, 6), name="tokens")
     h = L.Dense(8, activation="relu")(x)
     return train_briefly(kgraph.Model(x, L.Dense(4, activation="softmax")(h), name="variable_length"))
+
+
+@register_zoo_model("float64")
+def float64():
+    """A float64 model: every activation in double precision (some through float32 where onnxruntime must)."""
+    x = kgraph.Input(shape=(5,), dtype="float64", name="x")
+    branches = [L.Dense(3, activation=name, dtype="float64", name=f"dense64_{name}")(x) for name in ACTIVATIONS]
+    return train_briefly(kgraph.Model(x, L.Concatenate(dtype="float64")(branches), name="float64"))
