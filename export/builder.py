@@ -78,13 +78,10 @@ class ChannelsFirstLayout(_AxisLayout):
 
 
 class FeatureOrder(Layout):
-    """A 2-D ``(batch, features)`` tensor whose features are a permutation of the logical ones.
+    """A 2-D ``(batch, features)`` tensor whose physical feature ``j`` is logical feature ``order[j]``."""
 
-    Physical feature ``j`` holds logical feature ``order[j]``. A Flatten of a
-    channels-first tensor produces it; a Dense consumer folds it into its
-    kernel by permuting the kernel rows (``kernel[order]``), so no op runs.
-    """
-
+    # Flatten of channels-first data gives this; a Dense consumer folds it into its kernel rows
+    # (``kernel[order]``), so no op runs to restore Keras's feature order.
     def __init__(self, order):
         self.order = np.asarray(order, dtype=np.int64)
         if self.order.ndim != 1 or not np.array_equal(np.sort(self.order), np.arange(self.order.size)):
@@ -134,13 +131,10 @@ def onnx_dtype(dtype):
 
 
 class GraphBuilder:
-    """Collects the nodes, initializers, inputs and outputs of one ONNX graph.
+    """Owns one ONNX graph's names, initializers, constants, layout conversions, nodes, inputs and outputs."""
 
-    It owns naming (unique, readable, scoped by layer path), initializers (one
-    per weight Variable and variant, however often the layer is called),
-    deduplicated constants, and layout conversions (one cached conversion per
-    tensor and target layout, so two consumers share one Transpose).
-    """
+    # Weights are keyed by Variable (a shared layer or a twice-called nested model gets one initializer);
+    # conversions by tensor and target layout (two consumers share one Transpose).
 
     def __init__(self, opset):
         self.opset = int(opset)
@@ -216,6 +210,7 @@ class GraphBuilder:
 
     def convert(self, ctx, value, rank, layout):
         """``value``'s data in ``layout``, emitting (once per tensor and layout) the conversion nodes."""
+        value = Value(self._renamed.get(value.name, value.name), value.layout)
         current, target = value.layout.normalize(rank), layout.normalize(rank)
         if current == target:
             return value.name
@@ -262,11 +257,6 @@ class GraphBuilder:
         """The GraphProto of everything added so far."""
         return helper.make_graph(self.nodes, name, self.inputs, self.outputs, initializer=self.initializers)
 
-    @property
-    def initializer_bytes(self):
-        """Total size of the initializers' data, in bytes."""
-        return sum(len(t.raw_data) for t in self.initializers)
-
 
 def _value_info(name, shape, dtype, dim_params):
     dims = [dim_params[i] if i in dim_params else (None if d is None else int(d)) for i, d in enumerate(shape)]
@@ -274,4 +264,3 @@ def _value_info(name, shape, dtype, dim_params):
         if d is None:
             dims[i] = f"{name}_dim{i}"
     return helper.make_tensor_value_info(name, onnx_dtype(dtype), dims)
-

@@ -6,12 +6,10 @@ from export.registry import ExportError
 
 
 class ConversionContext:
-    """One layer call (``node``) being converted, with helpers that emit into the shared builder.
+    """One layer call (``node``) being converted, with helpers that emit into the shared builder."""
 
-    Input ``i`` is ``node.input_tensors[i]`` (the flat list of KerasTensors
-    the layer was called on); shapes and dtypes are the Keras (logical,
-    channels-last) ones whatever layout the ONNX data is in.
-    """
+    # Input i is node.input_tensors[i]; shapes and dtypes are the Keras (logical, channels-last) ones,
+    # whatever layout the ONNX data is in.
 
     def __init__(self, builder, node, values, scope):
         self.builder = builder
@@ -60,12 +58,7 @@ class ConversionContext:
 
     # ----- reading inputs -------------------------------------------------------------
     def input(self, i=0, layout=NATIVE, dtype=None):
-        """ONNX name of input ``i`` in ``layout`` (None: whatever layout it is in), cast to ``dtype`` if given.
-
-        A conversion (Transpose, Gather) is emitted only if the producer's
-        layout differs, and it is shared with every other consumer asking for
-        the same layout.
-        """
+        """ONNX name of input ``i`` in ``layout`` (None: as it is), cast to ``dtype`` if given."""
         value = self._value(i)
         name = value.name if layout is None else self.builder.convert(self, value, self.input_rank(i), layout)
         if dtype is not None and np.dtype(dtype) != np.dtype(self.input_dtype(i)):
@@ -86,12 +79,7 @@ class ConversionContext:
 
     # ----- emitting -------------------------------------------------------------------------
     def op(self, op_type, inputs, *, outputs=1, name=None, domain=None, **attrs):
-        """Append an ONNX node; return its output name (or list of names if ``outputs`` > 1).
-
-        The node is named ``<layer path>/<name or op_type>`` (made unique);
-        pass ``""`` in ``inputs`` for an omitted optional input. Attributes
-        whose value is None are left out.
-        """
+        """Append node ``<layer path>/<name or op_type>``; return its output name (a list if ``outputs`` > 1)."""
         node_name = self.unique_name(name or op_type)
         if outputs == 1:
             out = [node_name]
@@ -101,12 +89,7 @@ class ConversionContext:
         return out[0] if outputs == 1 else out
 
     def weight(self, variable, transform=None, variant=None):
-        """Initializer name for a weight Variable, optionally transformed (e.g. transposed).
-
-        One initializer per Variable (per ``variant``), shared by every call of
-        the layer and every call of a model containing it; it is named after
-        the Variable's path (``dense/kernel``), plus ``_<variant>`` if given.
-        """
+        """Initializer name (``variable.path``, plus ``_<variant>``) for a weight, optionally transformed."""
         return self.builder.weight(variable, self.scope, transform=transform, variant=variant)
 
     def const(self, value, dtype=None, name="const"):

@@ -120,13 +120,9 @@ def check(model_or_path):
 
 
 def to_onnx(model, path=None, opset=None, *, source=None):
-    """Export a Functional or Sequential kgraph ``model`` to ONNX; write it to ``path`` if given.
-
-    ``opset`` defaults to 17. The model is checked (full checker, strict shape
-    inference) before anything is written, and written atomically. ``source``
-    is the model file it came from, recorded (without directories) in the
-    metadata. Returns the ModelProto.
-    """
+    """Export a Functional or Sequential ``model`` to an ONNX ModelProto, written atomically to ``path`` if given."""
+    # Checked (full checker, strict shape inference) before anything is written. `source`: the model file it
+    # came from, recorded without directories in the metadata.
     proto, _ = build(model, opset=opset, source=source)
     if writer.needs_external_data(proto):
         if path is None:

@@ -32,13 +32,9 @@ class ConverterNotFoundError(ExportError, LookupError):
 
 
 def converter(layer_class, opset=13, *, rtol=None, atol=None):
-    """Decorator registering ``fn(ctx)`` as the converter of ``layer_class`` from ``opset`` on.
-
-    Several variants of one class may be registered at different opsets; the one
-    with the highest ``opset`` not above the export's target opset is used.
-    ``rtol``/``atol`` declare the parity tolerance that models using this layer
-    need (the loosest of all layers in a model wins; default 1e-5 each).
-    """
+    """Decorator registering ``fn(ctx)`` as the converter of exactly ``layer_class`` from ``opset`` on."""
+    # The variant with the highest opset not above the target wins. rtol/atol: the parity tolerance
+    # models using this layer need (the loosest in a model wins).
     if not isinstance(layer_class, type):
         raise TypeError(f"converter() expects a layer class as its first argument. Received: {layer_class!r}")
     if not isinstance(opset, int) or opset < 1:
@@ -59,12 +55,8 @@ def converter(layer_class, opset=13, *, rtol=None, atol=None):
 
 
 def inherit_converter(layer_class):
-    """Class decorator: let ``layer_class`` use the converter of its nearest registered base class.
-
-    Only for subclasses whose computation is the base class's (e.g. a Dense
-    subclass that only changes constructor defaults). A subclass that is not
-    marked this way needs its own converter, because its ``call`` may differ.
-    """
+    """Class decorator: let ``layer_class`` use the converter of its nearest registered base class."""
+    # Opt-in only: a subclass may override call(), so reusing its parent's converter silently could be wrong.
     if not isinstance(layer_class, type):
         raise TypeError(f"inherit_converter() expects a layer class. Received: {layer_class!r}")
     _INHERITING.add(layer_class)
@@ -120,10 +112,7 @@ def variants(layer_class):
 
 
 def tolerance(layers, opset):
-    """``(rtol, atol)`` for a parity check of a model made of ``layers``: the loosest declared.
-
-    A layer class may also declare ``export_rtol`` / ``export_atol`` class attributes.
-    """
+    """``(rtol, atol)`` for a model made of ``layers``: the loosest its converters or classes declare."""
     rtol, atol = DEFAULT_RTOL, DEFAULT_ATOL
     for layer in layers:
         if has_converter(type(layer)):

@@ -144,14 +144,9 @@ def compare(expected, actual, rtol, atol):
 
 def verify(model, onnx_model, batches=(1, 3), sampler=None, rtol=None, atol=None, seed=0, print_fn=print,
            levels=LEVELS):
-    """Compare ``model``'s native ``predict`` with onnxruntime (optimizations on and off) on seeded inputs.
-
-    ``onnx_model`` is a ModelProto or a path. Tolerances default to the
-    loosest declared by the model's layers' converters (1e-5 each for plain
-    float32 layers). ``levels`` are onnxruntime GraphOptimizationLevel names.
-    ``print_fn`` (None: silent) gets one line per output, batch size and
-    optimization level. Returns a Report (``report.ok``).
-    """
+    """Compare native ``predict`` with onnxruntime on seeded inputs per batch, level and output; return a Report."""
+    # Tolerances default to the loosest the model's layers declare (1e-5 each for plain float32 layers);
+    # `levels` are onnxruntime GraphOptimizationLevel names; print_fn=None is silent.
     opset = next((o.version for o in _opset_imports(onnx_model) if o.domain in ("", "ai.onnx")), None)
     default_rtol, default_atol = registry.tolerance(leaf_layers(model), opset)
     rtol = default_rtol if rtol is None else rtol

@@ -20,13 +20,9 @@ def data_file_name(path):
 
 
 def save(model, path, check=None):
-    """Write ``model`` to ``path`` through a temporary directory beside it and ``os.replace``.
-
-    Large models are written with their weights in ``<name>.data`` beside the
-    file. ``check(tmp_path)``, if given, runs on the written temporary file
-    before it replaces anything; if it or the write fails, an existing file
-    at ``path`` is left untouched. Returns the path written.
-    """
+    """Write ``model`` to ``path`` atomically (weights in ``<name>.data`` when large); return the path."""
+    # Written in a temporary directory beside `path`, then os.replace'd: a failed write or a failed
+    # `check(tmp_path)` leaves an existing file untouched.
     path = os.path.abspath(os.fspath(path))
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)

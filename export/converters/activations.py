@@ -18,11 +18,8 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def register_activation(*names, opset=13):
-    """Decorator registering ``emit(ctx, x, dtype, axis) -> name`` for activation ``names`` from ``opset`` on.
-
-    ``x`` is the ONNX input name, ``dtype`` its NumPy dtype name, ``axis`` the
-    physical axis that axis-wise activations (softmax) reduce over.
-    """
+    """Decorator registering ``emit(ctx, x, dtype, axis) -> output name`` for activation ``names`` from ``opset`` on."""
+    # x: the ONNX input name; dtype: its NumPy dtype name; axis: the physical axis softmax-like ones reduce over.
     def register(fn):
         for name in names:
             variants = _EMITTERS.setdefault(name, [])
@@ -53,11 +50,7 @@ def supported_activations():
 
 
 def emit_activation(ctx, activation, x, layout=NATIVE, rank=2, dtype="float32"):
-    """Emit ``activation`` (function, name or None) on ONNX tensor ``x``; return the output name.
-
-    ``layout`` and ``rank`` describe ``x``, so that softmax-like activations
-    reduce over the logical last axis wherever it physically is.
-    """
+    """Emit ``activation`` (function, name or None) on ``x`` (of ``layout``, ``rank``, ``dtype``); return the output."""
     name = activation_name(activation)
     variants = [fn for opset, fn in _EMITTERS.get(name, []) if opset <= ctx.opset]
     if not variants:

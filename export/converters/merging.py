@@ -8,11 +8,9 @@ from export.registry import converter
 
 
 def common_layout(ctx):
-    """The layout to merge the inputs in: the most common one, if it is safe for these shapes.
-
-    Axis-permutation layouts are safe whenever all inputs have the same rank
-    (broadcasting is per axis); a FeatureOrder only when all shapes are equal.
-    """
+    """The layout to merge the inputs in: the most common one, if it is safe for these shapes."""
+    # Axis permutations are safe for inputs of one rank (broadcasting is per axis); a FeatureOrder only for
+    # equal shapes.
     ranks = {ctx.input_rank(i) for i in range(ctx.num_inputs)}
     if len(ranks) != 1:
         return NATIVE

@@ -16,11 +16,8 @@ def _keras_perm(rank, data_format):
 
 @converter(layers.Flatten, opset=13)
 def convert_flatten(ctx):
-    """ONNX Flatten(axis=1) of the data as laid out; a layout mismatch becomes a FeatureOrder, not a Transpose.
-
-    The physical feature order then differs from Keras's; a following Dense
-    folds it into its kernel, anything else gets one Gather.
-    """
+    """ONNX Flatten(axis=1) of the data as laid out; a feature order differing from Keras's becomes a FeatureOrder."""
+    # No Transpose back to channels-last: a following Dense folds the order into its kernel, others get one Gather.
     rank = ctx.input_rank()
     layout = ctx.layout()
     if rank == 2:

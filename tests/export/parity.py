@@ -17,12 +17,7 @@ def check_file(path):
 
 
 def assert_parity(model, rtol=1e-5, atol=1e-5, batches=(1, 3), sampler=None, opset=None, levels=LEVELS):
-    """Export ``model`` to a temporary file and assert onnxruntime matches native predict.
-
-    Runs at every batch size in ``batches`` with each onnxruntime
-    optimization level in ``levels`` (default: all on and all off). Returns the
-    exported ModelProto as read back from the file.
-    """
+    """Export ``model`` to a temporary file, check it, and assert onnxruntime matches native predict."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"{model.name}.onnx")
         to_onnx(model, path, opset=opset)
