@@ -66,17 +66,25 @@ def leaf_layers(model):
     return out
 
 
-def _int_high(model, tensor):
-    """Exclusive upper bound for an integer input: the smallest ``input_dim`` among its consumers."""
-    highs = [getattr(node.outbound_layer, "input_dim", None) for node in tensor._keras_history.layer.outbound_nodes]
-    highs = [int(h) for h in highs if isinstance(h, (int, np.integer)) and h > 0]
-    return min(highs) if highs else DEFAULT_INT_HIGH
+def _input_dims(tensor):
+    """``input_dim`` of every layer reading ``tensor`` (an Embedding's vocabulary size), through nested models."""
+    found = []
+    for node in tensor._keras_history.layer.outbound_nodes:
+        layer = node.outbound_layer
+        if isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
+            inner = functional_of(layer)
+            flat = inner._flatten_call_inputs(node.call_args[0])
+            found += [d for t, x in zip(inner.inputs, flat) if x is tensor for d in _input_dims(t)]
+        elif isinstance(getattr(layer, "input_dim", None), (int, np.integer)) and layer.input_dim > 0:
+            found.append(int(layer.input_dim))
+    return found
 
 
 def default_sampler(model):
     """Sampler for ``model``'s inputs: standard normal floats, integers in a range its consumers accept."""
     functional = functional_of(model)
-    highs = {name: _int_high(model, t) for t, name in zip(functional.inputs, functional.input_names)}
+    highs = {name: min(_input_dims(t), default=DEFAULT_INT_HIGH)
+             for t, name in zip(functional.inputs, functional.input_names)}
 
     def sample(name, shape, dtype, rng):
         dtype = np.dtype(dtype)

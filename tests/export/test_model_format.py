@@ -6,8 +6,8 @@ import onnx
 import pytest
 
 import kgraph
-from export import ExportError, opsets, to_onnx, writer
-from export.verify import session
+from export import ExportError, converter, opsets, to_onnx, writer
+from export.verify import make_inputs, session
 from kgraph import layers as L
 from tests.export import zoo
 from tests.export.parity import assert_parity, check_file
@@ -155,3 +155,39 @@ def test_writing_replaces_atomically_and_leaves_no_temporary_files(tmp_path):
     to_onnx(zoo.build("mlp_functional"), path)
     assert os.listdir(tmp_path) == ["m.onnx"]
     check_file(path)
+
+
+class Lookup(kgraph.Layer):
+    """``table[indices]`` for integer indices in ``[0, input_dim)``; fails outside."""
+
+    def __init__(self, input_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.input_dim = input_dim
+
+    def build(self, input_shape):
+        self.table = self.add_weight(shape=(self.input_dim, 2), name="table")
+
+    def call(self, indices):
+        if np.any(indices >= self.input_dim):
+            raise IndexError(f"index out of [0, {self.input_dim})")
+        return kgraph.ops.take(self.table, indices, axis=0)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (2,)
+
+
+@converter(Lookup, opset=13)
+def convert_lookup(ctx):
+    """One Gather on the table."""
+    return ctx.op("Gather", [ctx.weight(ctx.layer.table), ctx.input(0)], axis=0)
+
+
+def test_integer_inputs_are_sampled_in_the_range_their_consumers_accept():
+    ids = kgraph.Input(shape=(4,), dtype="int64", name="ids")
+    inner_ids = kgraph.Input(shape=(4,), dtype="int64", name="inner_ids")
+    inner = kgraph.Model(inner_ids, L.Flatten()(Lookup(3)(inner_ids)), name="inner")
+    model = zoo.perturb(kgraph.Model(ids, L.Dense(2)(inner(ids))))
+    assert make_inputs(model, 50)["ids"].max() == 2
+    assert_parity(model)
+    custom = make_inputs(model, 3, sampler=lambda name, shape, dtype, rng: np.ones(shape, dtype))
+    assert np.array_equal(custom["ids"], np.ones((3, 4), np.int64))
