@@ -97,3 +97,5 @@ from anywhere before exporting (registration is a side effect of import).
 """
 from export.converters import activations, core, merging, reshaping  # noqa: F401
 from export.converters import convolutional, embedding, normalization, pooling, spatial  # noqa: F401,E402
+from export.converters import recurrent  # noqa: F401,E402
+from export.converters import attention  # noqa: F401,E402
