@@ -1,0 +1,176 @@
+"""Recurrent and attention export: one native node per recurrent layer, parity at several sequence lengths."""
+import collections
+
+import numpy as np
+import pytest
+
+import kgraph
+from export import to_onnx
+from export.registry import ExportError, lookup, tolerance
+from export.verify import session
+from kgraph import layers as L
+from tests.export import zoo
+from tests.export.zoo import perturb
+from tests.export.zoo_recurrent import ATOL, RTOL
+
+RECURRENT_ZOO = ["lstm_classifier", "embedding_lstm_classifier", "stacked_gru", "stacked_gru_reset_before",
+                 "bidirectional_lstm_concat", "bidirectional_lstm_sum", "simple_rnn_backwards", "lstm_return_state",
+                 "transformer_encoder", "transformer_encoder_causal", "attention_with_mask"]
+
+
+def _feeds(model, batch, steps, seed):
+    """Inputs with every dynamic axis ``steps`` long: floats, token ids below 40, 0/1 masks."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for tensor, name in zip(model.inputs, model.input_names):
+        shape = (batch,) + tuple(steps if d is None else d for d in tensor.shape[1:])
+        if np.issubdtype(np.dtype(tensor.dtype), np.integer):
+            feeds[name] = rng.integers(0, 40, shape).astype(tensor.dtype)
+        elif name == "mask":
+            feeds[name] = (rng.random(shape) < 0.7).astype(tensor.dtype)
+        else:
+            feeds[name] = rng.standard_normal(shape).astype(tensor.dtype)
+    return feeds
+
+
+def _assert_parity(model, proto, lengths=(3, 11), batches=(1, 3)):
+    sess = session(proto, "ORT_ENABLE_ALL")
+    for steps in lengths:
+        for batch in batches:
+            feeds = _feeds(model, batch, steps, seed=steps * 10 + batch)
+            arrays = [feeds[name] for name in model.input_names]
+            expected = model.predict(arrays[0] if len(arrays) == 1 else arrays, verbose=0)
+            expected = expected if isinstance(expected, (list, tuple)) else [expected]
+            actual = sess.run(None, feeds)
+            assert len(actual) == len(expected)
+            for e, a in zip(expected, actual):
+                np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, err_msg=f"{model.name} T={steps} B={batch}")
+
+
+def _op_counts(proto):
+    return collections.Counter(node.op_type for node in proto.graph.node)
+
+
+@pytest.fixture(scope="module")
+def exported():
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            model = zoo.build(name)
+            cache[name] = (model, to_onnx(model))
+        return cache[name]
+    return get
+
+
+@pytest.mark.parametrize("name", RECURRENT_ZOO)
+def test_zoo_models_match_at_two_sequence_lengths(exported, name):
+    model, proto = exported(name)
+    for value in proto.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        assert dims[0].dim_param == "batch"
+        if value.name != "sequence" or name != "embedding_lstm_classifier":
+            assert not dims[1].HasField("dim_value"), f"time axis of {value.name} is fixed"
+    _assert_parity(model, proto)
+
+
+@pytest.mark.parametrize("name,op_type,count,max_nodes", [
+    ("lstm_classifier", "LSTM", 1, 5),
+    ("embedding_lstm_classifier", "LSTM", 1, 6),
+    ("stacked_gru", "GRU", 2, 8),
+    ("stacked_gru_reset_before", "GRU", 2, 8),
+    ("bidirectional_lstm_concat", "LSTM", 2, 8),
+    ("bidirectional_lstm_sum", "LSTM", 2, 6),
+    ("simple_rnn_backwards", "RNN", 2, 7),
+    ("lstm_return_state", "LSTM", 1, 8),
+])
+def test_one_native_node_per_recurrent_layer(exported, name, op_type, count, max_nodes):
+    _, proto = exported(name)
+    counts = _op_counts(proto)
+    assert counts[op_type] == count
+    assert not {"Loop", "Scan", "If"} & set(counts)
+    assert len(proto.graph.node) <= max_nodes, dict(counts)
+    for node in proto.graph.node:
+        if node.op_type == op_type:
+            attributes = {a.name for a in node.attribute}
+            assert {"activations", "direction", "hidden_size"} <= attributes
+
+
+def test_node_attributes_follow_the_layers(exported):
+    def attribute(node, key):
+        return next(a for a in node.attribute if a.name == key)
+    for name, expected in (("stacked_gru", 1), ("stacked_gru_reset_before", 0)):
+        gru_nodes = [n for n in exported(name)[1].graph.node if n.op_type == "GRU"]
+        assert [attribute(n, "linear_before_reset").i for n in gru_nodes] == [expected, expected]
+    for node in exported("bidirectional_lstm_sum")[1].graph.node:
+        if node.op_type == "LSTM":
+            assert attribute(node, "direction").s == b"bidirectional"
+            assert [s.decode() for s in attribute(node, "activations").strings] == ["Sigmoid", "Tanh", "Tanh"] * 2
+    rnn_nodes = [n for n in exported("simple_rnn_backwards")[1].graph.node if n.op_type == "RNN"]
+    assert [attribute(n, "direction").s for n in rnn_nodes] == [b"reverse", b"reverse"]
+    assert [s.decode() for s in attribute(rnn_nodes[1], "activations").strings] == ["Relu"]
+    causal_ops = _op_counts(exported("transformer_encoder_causal")[1])
+    assert causal_ops["Trilu"] == 1 and causal_ops["Softmax"] == 1
+
+
+def _model(build, features=3, name="m"):
+    x = kgraph.Input(shape=(None, features), name="sequence")
+    return perturb(kgraph.Model(x, build(x), name=name))
+
+
+BIDIRECTIONAL_CASES = [
+    (merge_mode, kwargs) for merge_mode in ("concat", "sum", "mul", "ave", None)
+    for kwargs in ({}, {"return_sequences": True, "return_state": True})
+]
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+@pytest.mark.parametrize("merge_mode,kwargs", BIDIRECTIONAL_CASES)
+def test_bidirectional_merge_modes_and_states(opset, merge_mode, kwargs):
+    model = _model(lambda x: L.Bidirectional(L.LSTM(3, **kwargs), merge_mode=merge_mode)(x))
+    proto = to_onnx(model, opset=opset)
+    assert _op_counts(proto)["LSTM"] == 1
+    _assert_parity(model, proto, lengths=(4,), batches=(2,))
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: L.Bidirectional(L.GRU(3, return_sequences=True),
+                              backward_layer=L.SimpleRNN(3, go_backwards=True, return_sequences=True))(x),
+    lambda x: L.Bidirectional(L.GRU(3, return_sequences=True, go_backwards=True),
+                              backward_layer=L.GRU(3, return_sequences=True), merge_mode="ave")(x),
+    lambda x: L.Bidirectional(L.GRU(3, return_state=True), merge_mode=None,
+                              backward_layer=L.GRU(3, go_backwards=True, return_state=True, reset_after=False))(x),
+])
+def test_bidirectional_with_unlike_layers_uses_one_node_per_direction(build):
+    model = _model(build)
+    proto = to_onnx(model)
+    counts = _op_counts(proto)
+    assert counts["GRU"] + counts["RNN"] == 2
+    _assert_parity(model, proto, lengths=(4,), batches=(2,))
+
+
+@pytest.mark.parametrize("activation,recurrent_activation", [
+    ("linear", "hard_sigmoid"), ("leaky_relu", "sigmoid"), ("elu", "linear"), ("softsign", "softplus")])
+def test_activations_with_parameters(activation, recurrent_activation):
+    model = _model(lambda x: [
+        L.LSTM(3, activation=activation, recurrent_activation=recurrent_activation, return_sequences=True)(x),
+        L.GRU(3, activation=activation, recurrent_activation=recurrent_activation, go_backwards=True)(x),
+        L.SimpleRNN(3, activation=activation)(x)])
+    _assert_parity(model, to_onnx(model), lengths=(5,), batches=(2,))
+
+
+def test_recurrent_layers_declare_the_looser_tolerance():
+    for layer in (L.LSTM(2), L.GRU(2), L.SimpleRNN(2), L.Bidirectional(L.LSTM(2)), L.MultiHeadAttention(2, 2)):
+        entry = lookup(layer, 17)
+        assert (entry.rtol, entry.atol) == (RTOL, ATOL)
+    assert tolerance([L.Dense(2), L.LSTM(2)], 17) == (RTOL, ATOL)
+
+
+def test_attention_with_constant_mask_and_causal_opset_limit():
+    mask = np.tril(np.ones((4, 4), "float32"))[None]
+    model = _model(lambda x: L.MultiHeadAttention(2, 3)(x, x, attention_mask=mask), features=6)
+    _assert_parity(model, to_onnx(model), lengths=(4,), batches=(1, 3))
+    causal = _model(lambda x: L.MultiHeadAttention(2, 3)(x, x, use_causal_mask=True), features=6)
+    with pytest.raises(ExportError, match="opset >= 14"):
+        to_onnx(causal, opset=13)
+    _assert_parity(causal, to_onnx(causal, opset=14), lengths=(5,), batches=(2,))
