@@ -10,7 +10,6 @@
 6. prints native vs served agreement and accuracy, then stops the server with SIGTERM.
 """
 import argparse
-import concurrent.futures
 import os
 import signal
 import socket
@@ -67,21 +66,18 @@ def wait_ready(client, proc, timeout=60.0):
 
 
 def query(url, model_name, x, concurrency=8):
-    """Send every sample as its own binary-tensor request, ``concurrency`` at a time."""
+    """Send every sample as its own binary-tensor request, ``concurrency`` in flight at a time."""
     import tritonclient.http as httpclient
 
-    def one(index):
-        client = clients[index % concurrency]
+    client = httpclient.InferenceServerClient(url, concurrency=concurrency)
+    pending = []
+    for index in range(len(x)):
         inp = httpclient.InferInput("pixels", [1, 64], "FP32")
         inp.set_data_from_numpy(x[index:index + 1], binary_data=True)
         out = httpclient.InferRequestedOutput("digit", binary_data=True)
-        return client.infer(model_name, [inp], outputs=[out]).as_numpy("digit")[0]
-
-    clients = [httpclient.InferenceServerClient(url) for _ in range(concurrency)]
-    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-        rows = list(pool.map(one, range(len(x))))
-    for client in clients:
-        client.close()
+        pending.append(client.async_infer(model_name, [inp], outputs=[out]))
+    rows = [request.get_result().as_numpy("digit")[0] for request in pending]
+    client.close()
     return np.stack(rows)
 
 

@@ -53,6 +53,10 @@ class Variable:
     def ndim(self):
         return self._value.ndim
 
+    # NumPy must hand ``ndarray <op> Variable`` back to our reflected operators (which
+    # record on the tape) instead of computing it itself, untracked.
+    __array_ufunc__ = None
+
     def __array__(self, dtype=None, copy=None):
         return self._value if dtype is None else self._value.astype(dtype)
 
