@@ -12,7 +12,9 @@ A zoo module registers builders without editing this file::
 
 Options: ``rtol``/``atol`` (parity tolerance for this model), ``sampler``
 (input sampler, see ``export.verify.make_inputs``), ``benchmark=False`` to
-keep a model out of ``benchmarks/export_quality.py``.
+keep a model out of ``benchmarks/export_quality.py``, ``min_opset`` (the
+lowest opset the model exports at; below it, export must fail with an
+ExportError saying "needs opset >= N").
 """
 import dataclasses
 import importlib
@@ -34,15 +36,16 @@ class ZooEntry:
     atol: float = 1e-5
     sampler: object = None
     benchmark: bool = True
+    min_opset: int = 13
 
 
-def register_zoo_model(name, *, rtol=1e-5, atol=1e-5, sampler=None, benchmark=True):
+def register_zoo_model(name, *, rtol=1e-5, atol=1e-5, sampler=None, benchmark=True, min_opset=13):
     """Decorator registering ``build() -> model`` under ``name`` (names are unique across modules)."""
     def register(build):
         if name in _ZOO:
             raise ValueError(f"Zoo model '{name}' is registered twice ({_ZOO[name].build.__module__} and "
                              f"{build.__module__}); expected unique names.")
-        _ZOO[name] = ZooEntry(name, build, rtol, atol, sampler, benchmark)
+        _ZOO[name] = ZooEntry(name, build, rtol, atol, sampler, benchmark, min_opset)
         return build
     return register
 
