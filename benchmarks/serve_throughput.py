@@ -297,11 +297,20 @@ def in_process_ceiling(model: Path, sample: np.ndarray, duration: float) -> tupl
     return rates[0], rates[1]
 
 
+def _median(results: list[dict]) -> dict:
+    """The per-field median over repeated measurements of one point (errors are summed)."""
+    merged = {key: float(np.median([r[key] for r in results])) for key in ("rps", "p50_ms", "p99_ms")}
+    merged["errors"] = sum(r["errors"] for r in results)
+    merged["requests"] = sum(r["requests"] for r in results)
+    return merged
+
+
 def main() -> None:
     """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="shorter runs (about 1 s per point)")
-    parser.add_argument("--duration", type=float, default=None, help="seconds measured per point")
+    parser.add_argument("--quick", action="store_true", help="one short round (about 1 s per point)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds measured per point and round")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds over every point; the table shows medians")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--threads", type=int, default=None, help="--threads passed to python -m serve")
     parser.add_argument("--loadgen", action="store_true", help=argparse.SUPPRESS)
@@ -312,7 +321,8 @@ def main() -> None:
     if args.loadgen:
         loadgen_main(args)
         return
-    duration = args.duration or (1.0 if args.quick else 2.5)
+    duration = args.duration or (1.0 if args.quick else 1.2)
+    rounds = args.rounds or (1 if args.quick else 3)
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -322,41 +332,46 @@ def main() -> None:
         bodies = request_bodies(sample)
         single_rate, batch_rate = in_process_ceiling(model, sample, duration)
         print(f"in-process onnxruntime: single-sample {single_rate:,.0f} runs/s, batch-32 {batch_rate:,.0f} samples/s")
-        print(f"load generator: {'wrk' if shutil.which('wrk') else 'asyncio client process'}; {duration:g} s per point; {os.cpu_count()} CPU(s)")
+        print(
+            f"load generator: {'wrk' if shutil.which('wrk') else 'asyncio client process'}; "
+            f"{rounds} round(s) of {duration:g} s per point, medians shown; {os.cpu_count()} CPU(s)"
+        )
 
-        rows = []
-        port = free_port()
         minimal_file = workdir / "minimal_server.py"
         minimal_file.write_text(MINIMAL_SERVER)
-        process = start([sys.executable, str(minimal_file), str(model), str(port)], port)
-        minimal = {}
-        try:
-            for c in args.concurrency:
-                minimal[c] = run_load(port, *bodies["json"], c, duration, workdir)
-                rows.append(("minimal FastAPI", "json", c, minimal[c]))
-        finally:
-            stop(process)
-
+        servers = {"minimal FastAPI": [sys.executable, str(minimal_file), str(model)]}
         for batching in ("on", "off"):
-            port = free_port()
-            command = [sys.executable, "-m", "serve", str(model), "--port", str(port), "--log-level", "warning"]
+            command = [sys.executable, "-m", "serve", str(model), "--log-level", "warning"]
             if batching == "off":
                 command.append("--no-batching")
             if args.threads:
                 command += ["--threads", str(args.threads)]
-            process = start(command, port)
-            try:
-                for encoding in ("binary", "json"):
-                    for c in args.concurrency:
-                        result = run_load(port, *bodies[encoding], c, duration, workdir)
-                        rows.append((f"serve, batching {batching}", encoding, c, result))
-            finally:
+            servers[f"serve, batching {batching}"] = command
+        points = [("minimal FastAPI", "json", c) for c in args.concurrency]
+        points += [(name, encoding, c) for name in list(servers)[1:] for encoding in ("binary", "json") for c in args.concurrency]
+
+        # Every server stays up (idle ones cost nothing) and the rounds interleave all
+        # points, so a slow spell on a shared machine spreads over every configuration.
+        ports, processes = {}, []
+        try:
+            for name, command in servers.items():
+                ports[name] = free_port()
+                port_args = [str(ports[name])] if name == "minimal FastAPI" else ["--port", str(ports[name])]
+                processes.append(start(command + port_args, ports[name]))
+            measured: dict[tuple, list[dict]] = {point: [] for point in points}
+            for _ in range(rounds):
+                for name, encoding, c in points:
+                    result = run_load(ports[name], *bodies[encoding], c, duration, workdir)
+                    measured[(name, encoding, c)].append(result)
+        finally:
+            for process in processes:
                 stop(process)
 
+        table = {point: _median(results) for point, results in measured.items()}
         print()
         print(f"{'server':<22}{'body':<8}{'conc':>5}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'x minimal':>11}{'p99/min':>9}")
-        for name, encoding, c, r in rows:
-            base = minimal[c]
+        for (name, encoding, c), r in table.items():
+            base = table[("minimal FastAPI", "json", c)]
             ratio = r["rps"] / base["rps"] if base["rps"] else float("nan")
             p99_ratio = r["p99_ms"] / base["p99_ms"] if base["p99_ms"] else float("nan")
             print(

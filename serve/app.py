@@ -29,6 +29,9 @@ EXTENSIONS = ["binary_tensor_data", "statistics", "model_repository", "model_con
 JSON = "application/json"
 _JSON_HEADER = (b"content-type", b"application/json")
 _BINARY_HEADER = (b"content-type", b"application/octet-stream")
+# Bodies and outputs above this size are decoded and encoded on a helper thread, so a
+# single large request cannot hold up health checks and other clients for long.
+_OFFLOAD_BYTES = 1 << 20
 
 
 class _Disconnected(Exception):
@@ -82,15 +85,19 @@ class InferEndpoint:
         try:
             model = self.repository.get(params["model"], params.get("version"))
             body, header_length = await self._read(scope, receive)
-            request = parse_infer_request(body, header_length, model.signature)
+            if len(body) < _OFFLOAD_BYTES:
+                request = parse_infer_request(body, header_length, model.signature)
+            else:
+                request = await asyncio.to_thread(parse_infer_request, body, header_length, model.signature)
             outputs = await model.batcher.infer(request)
-            index = {name: i for i, name in enumerate(model.session.output_names)}
-            payload, json_length = encode_infer_response(
-                model.name,
-                model.version,
-                request.id,
-                [(name, outputs[index[name]], binary) for name, binary in request.outputs],
-            )
+            index = model.output_index
+            selected = [(name, outputs[index[name]], binary) for name, binary in request.outputs]
+            if sum(array.nbytes for _, array, _ in selected) < _OFFLOAD_BYTES:
+                payload, json_length = encode_infer_response(model.name, model.version, request.id, selected)
+            else:
+                payload, json_length = await asyncio.to_thread(
+                    encode_infer_response, model.name, model.version, request.id, selected
+                )
         except _Disconnected:
             return
         except ProtocolError as exc:
@@ -222,14 +229,12 @@ def create_app(
     async def load() -> None:
         try:
             loaded = await pool.run(repository.load)
-        except RepositoryError as exc:
+        except Exception as exc:
             repository.state = "failed"
-            logger.error("cannot serve: %s", exc)
-            on_fatal()
-            return
-        except Exception:
-            repository.state = "failed"
-            logger.exception("cannot serve: loading the models failed")
+            if isinstance(exc, RepositoryError):
+                logger.error("cannot serve: %s", exc)
+            else:
+                logger.exception("cannot serve: loading the models failed")
             on_fatal()
             return
         repository.activate(loaded)

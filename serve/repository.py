@@ -209,6 +209,7 @@ class ModelVersion:
         self.version = str(source.version)
         self.session = session
         self.provider = session.provider
+        self.output_index = {name: i for i, name in enumerate(session.output_names)}
         self.stats = ModelStats()
         if config.max_batch_size and not session.has_batch_axis():
             raise RepositoryError(
