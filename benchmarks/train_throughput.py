@@ -15,10 +15,13 @@ import time
 
 import numpy as np
 
+# Keras reads its backend once, at import: the comparison runs it on torch.
+os.environ.setdefault("KERAS_BACKEND", "torch")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import kgraph  # noqa: E402
 from kgraph import layers  # noqa: E402
+from cnn_models import CNN_KERAS, cnn_data, cnn_floor, cnn_kgraph, cnn_torch  # noqa: E402
 
 BATCH = 128
 
@@ -76,6 +79,8 @@ def mlp_floor(x):
 MODELS = {
     "mlp": {"data": mlp_data, "kgraph": mlp_kgraph, "keras": MLP_KERAS, "torch": mlp_torch, "floor": mlp_floor,
             "loss": "sparse_categorical_crossentropy", "samples": 8192},
+    "cnn": {"data": cnn_data, "kgraph": cnn_kgraph, "keras": CNN_KERAS, "torch": cnn_torch, "floor": cnn_floor,
+            "loss": "sparse_categorical_crossentropy", "samples": 4096},
 }
 
 
