@@ -16,7 +16,7 @@ from tests.serve.harness import reference
 @pytest.fixture(scope="module")
 def server(start_server, repository):
     # A generous queue delay makes merging certain even on a slow, busy machine.
-    return start_server(repository, "--max-queue-delay-us", "20000", "--max-batch-size", "64", "--threads", "2")
+    return start_server(repository, "--max-queue-delay-us", "50000", "--max-batch-size", "64", "--threads", "2")
 
 
 def _json_body(inputs: dict[str, tuple[str, np.ndarray]], request_id: str | None = None) -> bytes:
