@@ -20,7 +20,7 @@ def _dims(info):
 
 def test_every_input_and_output_has_a_dynamic_batch_axis():
     for name in ("multi_io", "dict_io", "reshape_flatten", "merges"):
-        proto = to_onnx(zoo.build(name))
+        proto = to_onnx(zoo.shared(name))
         for info in list(proto.graph.input) + list(proto.graph.output):
             assert _dims(info)[0] == "batch", (name, info.name)
 
@@ -43,7 +43,7 @@ def test_fixed_batch_input_exports_dynamic_and_runs_at_batch_7():
 
 def test_no_batch_size_is_baked_into_constants():
     for name in zoo.names():
-        proto = to_onnx(zoo.build(name))
+        proto = to_onnx(zoo.shared(name))
         consts = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
         for node in proto.graph.node:
             if node.op_type == "Reshape":
@@ -51,20 +51,20 @@ def test_no_batch_size_is_baked_into_constants():
 
 
 def test_dynamic_non_batch_dims_get_their_own_names():
-    proto = assert_parity(zoo.build("variable_length"))
+    proto = assert_parity(zoo.shared("variable_length"))
     assert _dims(proto.graph.input[0]) == ["batch", "tokens_dim1", 6]
     assert _dims(proto.graph.output[0])[:2] == ["batch", f"{proto.graph.output[0].name}_dim1"]
 
 
 def test_shared_layer_and_twice_called_nested_model_have_one_initializer_per_weight():
     for name in ("shared_layer", "nested_twice", "nested_sequential"):
-        model = zoo.build(name)
+        model = zoo.shared(name)
         proto = to_onnx(model)
         assert sorted(i.name for i in proto.graph.initializer) == sorted(v.path for v in model.weights), name
 
 
 def test_names_follow_the_model():
-    model = zoo.build("multi_io")
+    model = zoo.shared("multi_io")
     proto = to_onnx(model)
     assert [i.name for i in proto.graph.input] == model.input_names == ["a", "b"]
     assert [o.name for o in proto.graph.output] == model.output_names == ["score", "logits", "aux"]
@@ -77,13 +77,13 @@ def test_names_follow_the_model():
 
 
 def test_duplicate_outputs_and_input_outputs_get_identities():
-    proto = assert_parity(zoo.build("dropout_identity"))
+    proto = assert_parity(zoo.shared("dropout_identity"))
     assert [n.op_type for n in proto.graph.node].count("Identity") == 2
     assert len({o.name for o in proto.graph.output}) == 3
 
 
 def test_metadata_and_producer(tmp_path):
-    model = zoo.build("mlp_sequential")
+    model = zoo.shared("mlp_sequential")
     proto = to_onnx(model, tmp_path / "mlp.onnx", source="/some/dir/mlp.pkl")
     assert proto.producer_name == "kgraph" and proto.producer_version == kgraph.__version__
     props = {p.key: p.value for p in proto.metadata_props}
@@ -95,32 +95,32 @@ def test_metadata_and_producer(tmp_path):
 @pytest.mark.parametrize("opset", [13, 17, "max"])
 def test_ir_version_follows_the_opset(opset):
     opset = opsets.max_opset() if opset == "max" else opset
-    proto = to_onnx(zoo.build("mlp_functional"), opset=opset)
+    proto = to_onnx(zoo.shared("mlp_functional"), opset=opset)
     assert [(o.domain, o.version) for o in proto.opset_import] == [("", opset)]
     assert proto.ir_version == onnx.helper.find_min_ir_version_for(list(proto.opset_import))
     assert proto.ir_version <= opsets.max_ir_version()
 
 
 def test_default_opset_is_17():
-    assert to_onnx(zoo.build("mlp_functional")).opset_import[0].version == 17
+    assert to_onnx(zoo.shared("mlp_functional")).opset_import[0].version == 17
 
 
 @pytest.mark.parametrize("bad", [12, "max+1", 17.0, "17"])
 def test_out_of_range_opset_is_a_clear_error(bad):
     bad = opsets.max_opset() + 1 if bad == "max+1" else bad
     with pytest.raises(ExportError, match="Received: opset="):
-        to_onnx(zoo.build("mlp_functional"), opset=bad)
+        to_onnx(zoo.shared("mlp_functional"), opset=bad)
 
 
 def test_opset_20_uses_the_gelu_op():
-    ops_20 = {n.op_type for n in assert_parity(zoo.build("dense_activations"), opset=20).graph.node}
+    ops_20 = {n.op_type for n in assert_parity(zoo.shared("dense_activations"), opset=20).graph.node}
     assert "Gelu" in ops_20 and "Erf" not in ops_20
 
 
 def _lowest_opset(entry):
     """The lowest opset ``entry`` exports at: its declared min_opset, or the one a clean ExportError names."""
     try:
-        to_onnx(entry.build(), opset=entry.min_opset)
+        to_onnx(zoo.shared(entry.name), opset=entry.min_opset)
     except ExportError as err:
         needed = re.search(r"needs opset >= (\d+)", str(err))
         assert needed, f"zoo model '{entry.name}' fails at opset {entry.min_opset} without naming the opset it needs"
@@ -133,19 +133,19 @@ def test_every_zoo_model_at_its_lowest_and_the_newest_opset(opset):
     for name in zoo.names():
         entry = zoo.entry(name)
         target = opsets.max_opset() if opset == "max" else _lowest_opset(entry)
-        proto = assert_parity(entry.build(), rtol=entry.rtol, atol=entry.atol, sampler=entry.sampler, opset=target,
+        proto = assert_parity(zoo.shared(name), rtol=entry.rtol, atol=entry.atol, sampler=entry.sampler, opset=target,
                               levels=("ORT_ENABLE_ALL",))
         assert proto.opset_import[0].version == target
 
 
 def test_mlp_is_three_gemms_and_activations():
-    proto = to_onnx(zoo.build("mlp_sequential"))
+    proto = to_onnx(zoo.shared("mlp_sequential"))
     assert [n.op_type for n in proto.graph.node] == ["Gemm", "Relu", "Gemm", "Relu", "Gemm", "Softmax"]
 
 
 def test_large_models_are_written_with_external_data(tmp_path, monkeypatch):
     monkeypatch.setattr(writer, "EXTERNAL_DATA_THRESHOLD", 1024)
-    model = zoo.build("mlp_sequential")
+    model = zoo.shared("mlp_sequential")
     path = tmp_path / "big.onnx"
     proto = to_onnx(model, path)
     assert sorted(os.listdir(tmp_path)) == ["big.onnx", "big.onnx.data"]
@@ -164,7 +164,7 @@ def test_large_models_are_written_with_external_data(tmp_path, monkeypatch):
 def test_writing_replaces_atomically_and_leaves_no_temporary_files(tmp_path):
     path = tmp_path / "m.onnx"
     path.write_bytes(b"old")
-    to_onnx(zoo.build("mlp_functional"), path)
+    to_onnx(zoo.shared("mlp_functional"), path)
     assert os.listdir(tmp_path) == ["m.onnx"]
     check_file(path)
 

@@ -12,7 +12,7 @@ from tests.export.parity import check_file
 
 @functools.lru_cache(maxsize=None)
 def _exported(name, tmp_root):
-    model = zoo.build(name)
+    model = zoo.shared(name)
     path = os.path.join(tmp_root, f"{name}.onnx")
     to_onnx(model, path)
     check_file(path)

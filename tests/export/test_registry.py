@@ -76,7 +76,7 @@ class WideDense(L.Dense):
 
 
 def test_every_converter_in_the_package_is_exercised_by_a_zoo_model():
-    used = {type(layer) for name in zoo.names() for layer in leaf_layers(zoo.build(name))}
+    used = {type(layer) for name in zoo.names() for layer in leaf_layers(zoo.shared(name))}
     ours = {cls for cls in registry.registered_classes()
             if any(v.fn.__module__.startswith("export.") for v in registry.variants(cls))}
     missing = sorted(cls.__name__ for cls in ours - used)
@@ -86,7 +86,7 @@ def test_every_converter_in_the_package_is_exercised_by_a_zoo_model():
 def test_every_activation_emitter_is_exercised_by_a_zoo_model():
     used = set()
     for name in zoo.names():
-        for layer in leaf_layers(zoo.build(name)):
+        for layer in leaf_layers(zoo.shared(name)):
             if hasattr(layer, "activation"):
                 used.add(activation_name(layer.activation))
     missing = sorted(set(supported_activations()) - used - {"swish"})  # swish is silu under another name

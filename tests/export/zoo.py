@@ -17,6 +17,7 @@ lowest opset the model exports at; below it, export must fail with an
 ExportError saying "needs opset >= N").
 """
 import dataclasses
+import functools
 import importlib
 import pkgutil
 
@@ -76,6 +77,12 @@ def build(name):
     return entry(name).build()
 
 
+@functools.lru_cache(maxsize=None)
+def shared(name):
+    """Zoo model ``name`` built once per session, for tests that only read it."""
+    return build(name)
+
+
 def random_data(model, n, seed):
     """Random ``(x, y)`` for ``fit``: x by input (a dict by input name for dict models), y a list per output."""
     from export.exporter import functional_of
@@ -111,4 +118,4 @@ def train_briefly(model, steps=3, batch_size=8, seed=0):
 
 
 __all__ = ["ZooEntry", "build", "entry", "load_all", "names", "perturb", "random_data",
-           "register_zoo_model", "train_briefly"]
+           "register_zoo_model", "shared", "train_briefly"]
