@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import kgraph  # noqa: E402
 from kgraph import layers  # noqa: E402
 from cnn_models import CNN_KERAS, cnn_data, cnn_floor, cnn_kgraph, cnn_torch  # noqa: E402
+from lstm_models import LSTM_KERAS, lstm_data, lstm_floor, lstm_kgraph, lstm_torch  # noqa: E402
 
 BATCH = 128
 
@@ -81,6 +82,8 @@ MODELS = {
             "loss": "sparse_categorical_crossentropy", "samples": 8192},
     "cnn": {"data": cnn_data, "kgraph": cnn_kgraph, "keras": CNN_KERAS, "torch": cnn_torch, "floor": cnn_floor,
             "loss": "sparse_categorical_crossentropy", "samples": 4096},
+    "lstm": {"data": lstm_data, "kgraph": lstm_kgraph, "keras": LSTM_KERAS, "torch": lstm_torch, "floor": lstm_floor,
+             "loss": "sparse_categorical_crossentropy", "samples": 2048},
 }
 
 

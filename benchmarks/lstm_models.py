@@ -1,0 +1,70 @@
+"""The LSTM model of the training benchmark (32 timesteps x 64 features, LSTM(128), Dense(10) softmax) in
+kgraph, Keras 3 and PyTorch, with its bare-matmul floor."""
+import time
+
+import numpy as np
+
+import kgraph
+from kgraph import layers
+
+TIMESTEPS, FEATURES, UNITS, CLASSES = 32, 64, 128, 10
+BATCH = 128
+
+
+def lstm_data(n):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, TIMESTEPS, FEATURES)).astype("float32"), rng.integers(0, CLASSES, size=n)
+
+
+def lstm_kgraph():
+    inputs = kgraph.Input(shape=(TIMESTEPS, FEATURES))
+    return kgraph.Model(inputs, layers.Dense(CLASSES, activation="softmax")(layers.LSTM(UNITS)(inputs)))
+
+
+LSTM_KERAS = f"""
+def build():
+    inputs = keras.Input(shape=({TIMESTEPS}, {FEATURES}))
+    h = keras.layers.LSTM({UNITS})(inputs)
+    return keras.Model(inputs, keras.layers.Dense({CLASSES}, activation="softmax")(h))
+"""
+
+
+def lstm_torch():
+    import torch
+
+    class LastStateLSTM(torch.nn.Module):
+        """nn.LSTM (batch first) whose last hidden state feeds a Linear layer (logits)."""
+
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(FEATURES, UNITS, batch_first=True)
+            self.head = torch.nn.Linear(UNITS, CLASSES)
+
+        def forward(self, x):
+            _, (h, _) = self.lstm(x)
+            return self.head(h[-1])
+
+    return LastStateLSTM()
+
+
+def lstm_floor(x):
+    """Samples/s if a step cost only its matmuls: the input projection, 32 recurrent products forward and
+    32 backward, and the two weight gradients."""
+    rng = np.random.default_rng(1)
+    xb = x[:BATCH].reshape(-1, FEATURES)
+    kernel = rng.normal(size=(FEATURES, 4 * UNITS)).astype("float32")
+    recurrent = rng.normal(size=(UNITS, 4 * UNITS)).astype("float32")
+    h = rng.normal(size=(BATCH, UNITS)).astype("float32")
+    dz = rng.normal(size=(BATCH, 4 * UNITS)).astype("float32")
+    hidden = rng.normal(size=(TIMESTEPS * BATCH, UNITS)).astype("float32")
+    d_all = rng.normal(size=(TIMESTEPS * BATCH, 4 * UNITS)).astype("float32")
+    steps = 10
+    start = time.perf_counter()
+    for _ in range(steps):
+        _ = xb @ kernel
+        for _ in range(TIMESTEPS):
+            _ = h @ recurrent
+            _ = dz @ recurrent.T
+        _ = hidden.T @ d_all
+        _ = xb.T @ d_all
+    return steps * BATCH / (time.perf_counter() - start)
