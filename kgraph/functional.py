@@ -87,6 +87,8 @@ class Functional(Model):
 
     @property
     def output_names(self):
+        if isinstance(self._outputs_struct, dict):
+            return sorted(self._outputs_struct)
         names, counts = [], collections.Counter()
         for t in self.outputs:
             base = t._keras_history.layer.name

@@ -33,6 +33,9 @@ class Trainer:
         return list(names) if names else ["output"]
 
     def _input_names(self):
+        struct = getattr(self, "_inputs_struct", None)
+        if isinstance(struct, dict):
+            return sorted(struct)
         names = getattr(self, "input_names", None)
         return list(names) if names else ["input"]
 

@@ -127,12 +127,15 @@ def test_multi_input_multi_output_and_dicts():
     out1 = layers.Dense(1, name="out1")(merged)
     out2 = layers.Dense(2, name="out2")(merged)
     model = kgraph.Model({"a": a, "b": b}, {"first": out1, "second": out2})
-    assert model.output_names == ["out1", "out2"]
+    assert model.output_names == ["first", "second"]
     xa, xb = np.ones((5, 3), "float32"), np.zeros((5, 2), "float32")
     result = model.predict({"a": xa, "b": xb}, verbose=0)
     assert set(result) == {"first", "second"}
     assert result["first"].shape == (5, 1) and result["second"].shape == (5, 2)
+    keyed = kgraph.Model({"left": a, "right": b}, out1)
+    np.testing.assert_allclose(keyed.predict({"left": xa, "right": xb}, verbose=0), result["first"])
     listed = kgraph.Model([a, b], [out1, out2])
+    assert listed.output_names == ["out1", "out2"]
     r1, r2 = listed.predict([xa, xb], verbose=0)
     np.testing.assert_allclose(r1, result["first"])
     with pytest.raises(ValueError, match="(?i)unknown"):
