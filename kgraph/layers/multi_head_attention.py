@@ -82,6 +82,7 @@ class MultiHeadAttention(Layer):
         return kernel, bias
 
     def build(self, query_shape, value_shape, key_shape=None):
+        self._input_shapes = {"query_shape": query_shape, "value_shape": value_shape, "key_shape": key_shape}
         key_shape = value_shape if key_shape is None else key_shape
         for shape, argument in ((query_shape, "query"), (value_shape, "value"), (key_shape, "key")):
             self._check_rank(shape, argument)
@@ -97,6 +98,17 @@ class MultiHeadAttention(Layer):
                                            name="attention_output_bias") if self.use_bias else None
         self.built = True
 
+    def get_build_config(self):
+        if not self.built:
+            return None
+        return {k: None if v is None else list(v) for k, v in self._input_shapes.items()}
+
+    def build_from_config(self, config):
+        if config and not self.built:
+            shapes = {k: None if v is None else tuple(v) for k, v in config.items()}
+            self.build(shapes["query_shape"], shapes["value_shape"], shapes.get("key_shape"))
+            self.built = True
+
     @property
     def output_dims(self):
         """The trailing output dimensions (``output_shape``, or the query's feature size)."""
@@ -110,15 +122,17 @@ class MultiHeadAttention(Layer):
         y = ops.dense(x, ops.reshape(kernel, (dim, heads * depth)), flat_bias)
         return ops.transpose(ops.reshape(y, (x.shape[0], x.shape[1], heads, depth)), (0, 2, 1, 3))
 
-    def _mask(self, attention_mask, use_causal_mask, query_length, value_length):
+    def _mask(self, attention_mask, use_causal_mask, batch, query_length, value_length):
         """A boolean mask broadcastable to ``(B, heads, T, S)``, or None."""
         mask = None
         if attention_mask is not None:
             mask = np.asarray(attention_mask).astype(bool)
-            if mask.ndim > 3:
+            expected = (batch, query_length, value_length)
+            mask = mask.reshape((1,) * (3 - mask.ndim) + mask.shape) if mask.ndim <= 3 else mask
+            if mask.ndim > 3 or any(m not in (1, e) for m, e in zip(mask.shape, expected)):
                 raise ValueError(f"MultiHeadAttention layer '{self.name}' expects `attention_mask` of shape "
-                                 f"(batch, {query_length}, {value_length}). Received: shape={mask.shape}")
-            mask = mask.reshape((1,) * (3 - mask.ndim) + mask.shape)
+                                 f"{expected} (or broadcastable to it). Received: shape={np.shape(attention_mask)}")
+            # (B, T, S) -> (B, 1, T, S): one mask for every head.
             mask = mask[:, None]
         if use_causal_mask:
             causal = causal_mask(query_length, value_length)
@@ -136,7 +150,7 @@ class MultiHeadAttention(Layer):
         k = self._heads(key, self.key_kernel, self.key_bias)
         v = self._heads(value, self.value_kernel, self.value_bias)
         scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
-        mask = self._mask(attention_mask, use_causal_mask, query.shape[1], value.shape[1])
+        mask = self._mask(attention_mask, use_causal_mask, query.shape[0], query.shape[1], value.shape[1])
         if mask is not None:
             scores = ops.where(mask, scores, large_negative(scores.dtype))
         probabilities = ops.softmax(scores, axis=-1)
@@ -146,8 +160,8 @@ class MultiHeadAttention(Layer):
         attended = probabilities
         if training and self.dropout > 0.0:
             keep = (self._rng or generator()).random(probabilities.shape) >= self.dropout
-            attended = ops.multiply(probabilities, keep.astype(probabilities.dtype) / (1.0 - self.dropout)) \
-                if self.dropout < 1.0 else ops.multiply(probabilities, 0.0)
+            scale = 0.0 if self.dropout >= 1.0 else 1.0 / (1.0 - self.dropout)
+            attended = ops.multiply(probabilities, keep.astype(probabilities.dtype) * scale)
         context = ops.transpose(ops.matmul(attended, v), (0, 2, 1, 3))
         batch, steps = context.shape[0], context.shape[1]
         context = ops.reshape(context, (batch, steps, self.num_heads * self.value_dim))

@@ -170,8 +170,10 @@ def test_errors_name_the_layer_and_the_expectation():
         layers.MultiHeadAttention(0, 2)
     with pytest.raises(ValueError, match="attention_axes=None"):
         layers.MultiHeadAttention(2, 2, attention_axes=(1, 2))
-    with pytest.raises(ValueError, match="`attention_mask` of shape"):
+    with pytest.raises(ValueError, match=r"`attention_mask` of shape \(2, 3, 3\).*\(1, 2, 3, 3\)"):
         layers.MultiHeadAttention(2, 2)(x, x, attention_mask=np.ones((1, 2, 3, 3)))
+    with pytest.raises(ValueError, match=r"`attention_mask` of shape \(2, 3, 3\).*\(2, 3, 4\)"):
+        layers.MultiHeadAttention(2, 2)(x, x, attention_mask=np.ones((2, 3, 4)))
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +202,20 @@ def test_keras_weights_load_verbatim(keras, kwargs, call):
     output, scores = layer(query, value, return_attention_scores=True, **arguments)
     np.testing.assert_allclose(output, keras.ops.convert_to_numpy(expected), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(scores, keras.ops.convert_to_numpy(expected_scores), rtol=1e-5, atol=1e-6)
+
+
+def test_model_with_attention_and_recurrent_layers_saves_and_loads(tmp_path):
+    tokens = kgraph.Input(shape=(None, 4))
+    mask = kgraph.Input(shape=(None, None))
+    h = layers.Bidirectional(layers.LSTM(3, return_sequences=True), merge_mode="sum")(tokens)
+    h2 = layers.GRU(3, return_sequences=True, reset_after=False)(h)
+    attended, scores = layers.MultiHeadAttention(2, 2)(h2, h, h2, attention_mask=mask, return_attention_scores=True)
+    model = kgraph.Model([tokens, mask], [layers.SimpleRNN(2)(attended), scores])
+    rng = np.random.default_rng(7)
+    x, m = rng.standard_normal((2, 5, 4)).astype("float32"), (rng.random((2, 5, 5)) > 0.3).astype("float32")
+    expected = model([x, m])
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = kgraph.models.load_model(path)
+    for a, b in zip(loaded([x, m]), expected):
+        np.testing.assert_array_equal(a, b)

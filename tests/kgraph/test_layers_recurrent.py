@@ -305,7 +305,8 @@ def test_dropout_only_in_training_and_masks_fixed_across_time():
     np.testing.assert_allclose(h[:, 2], 1 + mask * h[:, 1])
     np.testing.assert_allclose(layer(x)[:, -1], np.full((4, 3), steps))
 
-    for layer in (layers.LSTM(3, dropout=0.3, recurrent_dropout=0.3), layers.GRU(3, dropout=0.3, recurrent_dropout=0.4)):
+    for layer in (layers.LSTM(3, dropout=0.3, recurrent_dropout=0.3),
+                  layers.GRU(3, dropout=0.3, recurrent_dropout=0.4)):
         layer(x)
         assert np.allclose(layer(x), layer(x, training=False))
         assert not np.allclose(layer(x, training=True), layer(x))
