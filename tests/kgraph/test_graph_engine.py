@@ -259,3 +259,15 @@ def test_intermediate_arrays_are_freed():
     uses = model._uses
     assert all(count >= 1 for count in uses.values())
     assert len(model._plan) == 5
+
+
+def test_wrong_dtype_to_model_names_the_input():
+    tokens = kgraph.Input(shape=(3,), dtype="int32", name="tokens")
+    model = kgraph.Model(tokens, layers.Identity(name="same")(tokens))
+    with pytest.raises(ValueError, match=r"Input 'tokens'.*expects integer values \(dtype=int32\)"):
+        model(np.array([[0.5, 1.0, 2.0]]))
+    out = model(np.array([[1.0, 2.0, 3.0]]))
+    assert out.dtype == np.int32
+    floats = kgraph.Input(shape=(2,), name="floats")
+    cast = kgraph.Model(floats, layers.Identity()(floats))
+    assert cast(np.ones((1, 2), dtype="float64")).dtype == np.float32
