@@ -66,11 +66,11 @@ def exported():
 @pytest.mark.parametrize("name", RECURRENT_ZOO)
 def test_zoo_models_match_at_two_sequence_lengths(exported, name):
     model, proto = exported(name)
-    for value in proto.graph.input:
+    for value, tensor in zip(list(proto.graph.input) + list(proto.graph.output), model.inputs + model.outputs):
         dims = value.type.tensor_type.shape.dim
         assert dims[0].dim_param == "batch"
-        if value.name != "sequence" or name != "embedding_lstm_classifier":
-            assert not dims[1].HasField("dim_value"), f"time axis of {value.name} is fixed"
+        for axis, size in enumerate(tensor.shape[1:], start=1):
+            assert bool(dims[axis].dim_param) == (size is None), f"axis {axis} of {value.name}"
     _assert_parity(model, proto)
 
 
