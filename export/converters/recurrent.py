@@ -56,6 +56,31 @@ class TimeMajorLayout(Layout):
 
 TIME_MAJOR = TimeMajorLayout()
 
+# Layers whose converters pass any layout through unchanged.
+_PASS_THROUGH = (layers.Dropout, layers.Identity, layers.Activation)
+
+
+def _read_time_major(tensor):
+    """Whether every reader of ``tensor`` is a recurrent layer, or a pass-through layer read that way."""
+    # Other converters may assume the batch axis comes first.
+    for node in tensor._keras_history.layer.outbound_nodes:
+        if not any(t is tensor for t in node.input_tensors):
+            continue
+        consumer = node.outbound_layer
+        if isinstance(consumer, (layers.SimpleRNN, layers.LSTM, layers.GRU, layers.Bidirectional)):
+            continue
+        if isinstance(consumer, _PASS_THROUGH) and all(_read_time_major(t) for t in node.output_tensors):
+            continue
+        return False
+    return True
+
+
+def _sequence_value(ctx, name):
+    """A time-major sequence output, left time-major when its readers take it so, else made native."""
+    if _read_time_major(ctx.node.output_tensors[0]):
+        return Value(name, TIME_MAJOR)
+    return Value(TIME_MAJOR.to_native(ctx, name, 3), NATIVE)
+
 
 def _kind(layer):
     """ONNX op type, Keras block index of each ONNX gate block, and the Keras activation names (f, g, h)."""
@@ -171,7 +196,7 @@ def convert_recurrent(ctx):
     outputs = _emit_node(ctx, [layer], x, "reverse" if layer.go_backwards else "forward")
     states = _states(ctx, outputs, layer.return_state) if layer.return_state or not layer.return_sequences else []
     if layer.return_sequences:
-        output = Value(_sequence(ctx, outputs[0], layer.go_backwards), TIME_MAJOR)
+        output = _sequence_value(ctx, _sequence(ctx, outputs[0], layer.go_backwards))
     else:
         output = states[0]
     if not layer.return_state:
@@ -242,6 +267,6 @@ def convert_bidirectional(ctx):
         if layer.merge_mode is not None:
             result = [_merge(ctx, layer.merge_mode, result[0], result[1], 3 if sequences else 2)]
     if sequences:
-        result = [Value(name, TIME_MAJOR) for name in result]
+        result = [_sequence_value(ctx, name) for name in result]
     result += states
     return result if len(result) > 1 else result[0]

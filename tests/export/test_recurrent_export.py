@@ -174,3 +174,26 @@ def test_attention_with_constant_mask_and_causal_opset_limit():
     with pytest.raises(ExportError, match="opset >= 14"):
         to_onnx(causal, opset=13)
     _assert_parity(causal, to_onnx(causal, opset=14), lengths=(5,), batches=(2,))
+
+
+@pytest.mark.parametrize("build,shape", [
+    (lambda x: L.Flatten()(L.LSTM(4, return_sequences=True)(x)), (6, 4)),
+    (lambda x: L.Conv1D(3, 2)(L.GRU(4, return_sequences=True)(x)), (None, 4)),
+    (lambda x: L.LayerNormalization()(L.Add()([x, L.LSTM(4, return_sequences=True)(x)])), (None, 4)),
+    (lambda x: L.GlobalAveragePooling1D()(L.Bidirectional(L.GRU(2, return_sequences=True))(x)), (None, 4)),
+])
+def test_sequences_read_by_other_layers(build, shape):
+    x = kgraph.Input(shape=shape, name="sequence")
+    model = perturb(kgraph.Model(x, build(x)))
+    _assert_parity(model, to_onnx(model), lengths=(6,), batches=(2,))
+
+
+def test_stacked_recurrent_layers_stay_time_major():
+    def build(x):
+        h = L.Dropout(0.2)(L.LSTM(4, return_sequences=True)(x))
+        h = L.Bidirectional(L.GRU(3, return_sequences=True))(h)
+        return L.Dense(2)(L.SimpleRNN(3)(L.Activation("tanh")(h)))
+    model = _model(build)
+    proto = to_onnx(model)
+    assert _op_counts(proto)["Transpose"] == 2  # into time-major once, and the bidirectional concat
+    _assert_parity(model, proto, lengths=(5,), batches=(2,))
