@@ -4,7 +4,11 @@ Builds a 784-512-512-10 MLP (ReLU, softmax) with onnx.helper, starts each server
 process, and drives single-sample requests from a separate load-generator process (wrk with a Lua
 script when it is on PATH, else a lean asyncio client over raw keep-alive connections).
 
-    python benchmarks/serve_throughput.py [--quick] [--duration S] [--concurrency 1 8 32]
+    python benchmarks/serve_throughput.py [--quick] [--rounds N] [--duration S] [--concurrency 1 8 32]
+
+All servers stay up while rounds interleave every point; the table shows per-point medians,
+so a busy spell on a shared machine does not land on one configuration only. The minimal
+server uses onnxruntime's defaults, as a first version would.
 
 This is a measurement, not a test: it never fails a build.
 """
