@@ -312,6 +312,21 @@ def test_dropout_only_in_training_and_masks_fixed_across_time():
         assert not np.allclose(layer(x, training=True), layer(x))
 
 
+def test_training_with_dropout_updates_every_weight():
+    inputs = kgraph.Input(shape=(None, 3))
+    h = layers.LSTM(4, dropout=0.2, recurrent_dropout=0.3, return_sequences=True)(inputs)
+    h = layers.GRU(3, dropout=0.2, recurrent_dropout=0.2, reset_after=False, return_sequences=True)(h)
+    h = layers.Bidirectional(layers.GRU(2, dropout=0.1, recurrent_dropout=0.1))(h)
+    model = kgraph.Model(inputs, layers.Dense(1)(layers.SimpleRNN(2, dropout=0.3)(layers.Reshape((2, 2))(h))))
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((16, 5, 3)).astype("float32"), rng.standard_normal((16, 1)).astype("float32")
+    before = model.get_weights()
+    model.compile(optimizer="adam", loss="mse")
+    history = model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert all(not np.allclose(a, b) for a, b in zip(before, model.get_weights()))
+
+
 # ----- errors -----------------------------------------------------------------------------
 def test_errors_name_the_layer_and_the_expectation():
     with pytest.raises(ValueError, match=r"layer \"lstm_bad\".*expected ndim=3, found ndim=2"):
