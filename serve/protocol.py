@@ -181,7 +181,14 @@ def _json_tensor(spec: TensorSpec, data, shape: tuple[int, ...], count: int) -> 
             raise ProtocolError(
                 f"{where} has datatype {spec.datatype} whose range is [{info.min}, {info.max}], 'data' holds {low if low < info.min else high}"
             )
-    return array.astype(target, copy=False).reshape(shape)
+    return _reshape(spec, array.astype(target, copy=False), shape)
+
+
+def _reshape(spec: TensorSpec, array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    try:
+        return array.reshape(shape)
+    except ValueError as exc:
+        raise ProtocolError(f"input '{spec.name}' has shape {_shape_text(shape)}, which no array can have: {exc}") from None
 
 
 def _flat(data) -> list:
@@ -229,7 +236,7 @@ def _binary_tensor(spec: TensorSpec, size, blob: memoryview, offset: int, shape,
         raise ProtocolError(
             f"{where} needs {size} binary bytes at offset {offset}, the binary part of the body has only {len(blob)} bytes"
         )
-    array = np.frombuffer(blob, dtype=spec.dtype, count=count, offset=offset).reshape(shape)
+    array = _reshape(spec, np.frombuffer(blob, dtype=spec.dtype, count=count, offset=offset), shape)
     if spec.datatype == "BOOL" and count and array.view(np.uint8).max() > 1:
         raise ProtocolError(f"{where} is BOOL, its binary bytes must each be 0 or 1")
     return array

@@ -19,6 +19,13 @@ SIGNATURE = Signature(
     max_rows_per_request=0,
 )
 
+DYNAMIC = Signature(
+    inputs=(TensorSpec("v", "FP16", (-1, -1, -1)),),
+    outputs=(TensorSpec("w", "FP16", None),),
+    batchable=True,
+    max_rows_per_request=0,
+)
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=5),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
@@ -68,6 +75,29 @@ def test_any_binary_body_is_handled(blob, header_length, size):
     ).encode()
     body = header + blob
     _parse(body, header_length if header_length >= 0 else len(header))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**63 - 1) | st.sampled_from([0, 1, 2, 2**31, 2**62]), min_size=0, max_size=4),
+    st.sampled_from(["json", "binary"]),
+    st.integers(0, 8),
+)
+def test_any_shape_with_dynamic_dims_is_handled(shape, encoding, elements):
+    tensor = {"name": "v", "datatype": "FP16", "shape": shape}
+    if encoding == "json":
+        tensor["data"] = [0.5] * elements
+        body, header_length = json.dumps({"inputs": [tensor]}).encode(), None
+    else:
+        tensor["parameters"] = {"binary_data_size": 2 * elements}
+        header = json.dumps({"inputs": [tensor]}).encode()
+        body, header_length = header + bytes(2 * elements), len(header)
+    try:
+        request = parse_infer_request(body, header_length, DYNAMIC)
+    except ProtocolError as exc:
+        assert exc.status == 400 and exc.message
+    else:
+        assert list(request.inputs["v"].shape) == shape
 
 
 def test_valid_request_parses_to_arrays():
