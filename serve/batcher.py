@@ -52,6 +52,7 @@ class Batcher:
         self._closing = False
         self._task: asyncio.Task | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._running: set[asyncio.Task] = set()
         self.pending = 0
 
     def start(self) -> None:
@@ -144,7 +145,11 @@ class Batcher:
                     break
                 await self._wait(remaining)
                 rows = self._take(batch, rows)
-            loop.create_task(self._dispatch(batch, release=True))
+            task = loop.create_task(self._dispatch(batch, release=True))
+            # The loop holds tasks only weakly; keeping a reference until the batch is done
+            # stops a running batch from being garbage-collected.
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
 
     async def _dispatch(self, batch: list[_Job], release: bool) -> None:
         try:
