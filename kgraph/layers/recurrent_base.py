@@ -41,7 +41,7 @@ class RecurrentBase(Layer):
                  recurrent_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, recurrent_constraint=None, bias_constraint=None, dropout=0.0,
                  recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, unroll=False, use_cudnn="auto", **kwargs):
+                 go_backwards=False, stateful=False, unroll=False, **kwargs):
         super().__init__(**kwargs)
         kind = type(self).__name__
         if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units <= 0:
@@ -74,7 +74,6 @@ class RecurrentBase(Layer):
         self.go_backwards = bool(go_backwards)
         self.stateful = False
         self.unroll = bool(unroll)
-        self.use_cudnn = use_cudnn
         self.input_spec = InputSpec(ndim=3)
 
     def _gate_activation(self, identifier, argument):
