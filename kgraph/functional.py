@@ -104,6 +104,14 @@ class Functional(Model):
     def output(self):
         return self._outputs_struct
 
+    @property
+    def input_shape(self):
+        return tree.map_structure(lambda t: t.shape, self._inputs_struct)
+
+    @property
+    def output_shape(self):
+        return tree.map_structure(lambda t: t.shape, self._outputs_struct)
+
     # ----- execution ----------------------------------------------------------
     def _flatten_call_inputs(self, inputs):
         """Match user inputs (array, list or dict by input name) to ``self.inputs``."""

@@ -128,6 +128,8 @@ class Sequential(Model):
     layers_by_depth = property(lambda self: self.functional.layers_by_depth)
     input = property(lambda self: self.functional.input)
     output = property(lambda self: self.functional.output)
+    input_shape = property(lambda self: self.functional.input_shape)
+    output_shape = property(lambda self: self.functional.output_shape)
 
     def get_config(self):
         from kgraph.serialization import serialize_layer

@@ -117,3 +117,11 @@ def test_get_layer():
     assert model.get_layer(index=0).name == "a"
     with pytest.raises(ValueError, match="No such layer: nope"):
         model.get_layer("nope")
+
+
+def test_model_input_and_output_shapes():
+    model = _shared_nested_model()
+    assert model.input_shape == [(None, 3), (None, 3)]
+    assert model.output_shape == (None, 2)
+    seq = kgraph.Sequential([kgraph.Input(shape=(4,)), layers.Dense(3)])
+    assert seq.input_shape == (None, 4) and seq.output_shape == (None, 3)
