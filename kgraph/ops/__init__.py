@@ -19,5 +19,7 @@ from kgraph.ops.conv import *  # noqa: F401,F403,E402
 from kgraph.ops.conv import __all__ as _conv_all  # noqa: E402
 from kgraph.ops.normalization import *  # noqa: F401,F403,E402
 from kgraph.ops.normalization import __all__ as _normalization_all  # noqa: E402
+from kgraph.ops.pooling import *  # noqa: F401,F403,E402
+from kgraph.ops.pooling import __all__ as _pooling_all  # noqa: E402
 
-__all__ = sorted(__all__ + _conv_all + _normalization_all)
+__all__ = sorted(__all__ + _conv_all + _normalization_all + _pooling_all)
