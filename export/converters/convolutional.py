@@ -7,7 +7,7 @@ Padding is always written out as explicit, possibly asymmetric ``pads``.
 import numpy as np
 
 from kgraph import layers
-from kgraph.ops.conv import conv_pads
+from kgraph.ops.windows import conv_pads
 
 from export.builder import CHANNELS_FIRST, Value
 from export.converters.activations import emit_activation

@@ -4,7 +4,7 @@ import numpy as np
 from kgraph import activations, initializers, ops, regularizers
 from kgraph.input_spec import InputSpec
 from kgraph.layer import Layer
-from kgraph.ops.conv import conv_output_length, conv_pads, normalize_tuple, transpose_crop
+from kgraph.ops.windows import conv_output_length, conv_pads, normalize_tuple, transpose_crop
 
 
 def serialize_regularizer(regularizer):
@@ -119,9 +119,11 @@ class BaseConv(Layer):
         self.built = True
 
     def call(self, inputs):
+        # A relu runs inside the convolution op: one pass over the output fewer, one buffer fewer.
+        fused = self.activation is activations.relu
         out = ops.conv(inputs, self.kernel, self.strides, self.padding, dilation_rate=self.dilation_rate,
-                       bias=self.bias)
-        return self.activation(out)
+                       bias=self.bias, relu=fused)
+        return out if fused else self.activation(out)
 
     def compute_output_shape(self, input_shape):
         input_channels(self, input_shape, self.rank)

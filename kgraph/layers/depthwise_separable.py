@@ -4,7 +4,7 @@ from kgraph.input_spec import InputSpec
 from kgraph.layer import Layer
 from kgraph.layers.convolutional import (check_data_format, check_padding, conv_output_shape, input_channels,
                                          reject_unsupported, serialize_regularizer)
-from kgraph.ops.conv import normalize_tuple
+from kgraph.ops.windows import normalize_tuple
 
 
 class _DepthwiseBase(Layer):
@@ -76,9 +76,10 @@ class DepthwiseConv2D(_DepthwiseBase):
         self.built = True
 
     def call(self, inputs):
+        fused = self.activation is activations.relu
         out = ops.depthwise_conv(inputs, self.kernel, self.strides, self.padding,
-                                 dilation_rate=self.dilation_rate, bias=self.bias)
-        return self.activation(out)
+                                 dilation_rate=self.dilation_rate, bias=self.bias, relu=fused)
+        return out if fused else self.activation(out)
 
     def get_config(self):
         config = super().get_config()
@@ -134,9 +135,10 @@ class SeparableConv2D(_DepthwiseBase):
         self.built = True
 
     def call(self, inputs):
+        fused = self.activation is activations.relu
         out = ops.separable_conv(inputs, self.depthwise_kernel, self.pointwise_kernel, self.strides, self.padding,
-                                 dilation_rate=self.dilation_rate, bias=self.bias)
-        return self.activation(out)
+                                 dilation_rate=self.dilation_rate, bias=self.bias, relu=fused)
+        return out if fused else self.activation(out)
 
     def get_config(self):
         config = super().get_config()

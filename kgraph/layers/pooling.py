@@ -3,7 +3,7 @@ from kgraph import ops
 from kgraph.input_spec import InputSpec
 from kgraph.layer import Layer
 from kgraph.layers.convolutional import check_data_format, check_padding, conv_output_shape
-from kgraph.ops.conv import normalize_tuple
+from kgraph.ops.windows import normalize_tuple
 
 
 class BasePooling(Layer):

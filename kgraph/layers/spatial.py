@@ -5,7 +5,7 @@ from kgraph import ops
 from kgraph.input_spec import InputSpec
 from kgraph.layer import Layer
 from kgraph.layers.convolutional import check_data_format
-from kgraph.ops.conv import normalize_tuple
+from kgraph.ops.windows import normalize_tuple
 
 
 def normalize_pairs(layer, value, rank, name):
