@@ -1,4 +1,6 @@
 """Convolution layers: values against direct NumPy references (and torch when installed), gradients, Keras layout."""
+import concurrent.futures
+import importlib
 import itertools
 import math
 
@@ -271,3 +273,29 @@ def test_conv_ops_match_torch():
                                     stride=2, padding=1).permute(0, 2, 3, 1).numpy()
     np.testing.assert_allclose(ops.conv_transpose(x, weight, strides=2, padding="same"), expected_t,
                                rtol=1e-10, atol=1e-10)
+
+
+def test_blocked_and_chunked_paths_match_and_have_correct_gradients(float64, monkeypatch):
+    conv_module = importlib.import_module("kgraph.ops.conv")
+    windows_module = importlib.import_module("kgraph.ops.windows")
+    x = np.random.default_rng(3).standard_normal((5, 6, 5, 4))
+    layer = layers.Conv2D(4, 3, padding="same", groups=2, activation="relu")
+    whole = layer(x)
+    # Tiny limits: several image blocks per op and one image per col2im chunk.
+    monkeypatch.setattr(conv_module, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(windows_module, "_CACHE_BYTES", 1)
+    np.testing.assert_allclose(layer(x), whole, rtol=1e-12, atol=1e-12)
+    check_gradients(lambda xs: layer(xs[0]), [x])
+    check_variable_gradients(lambda: layer(x), layer.trainable_weights)
+
+
+def test_concurrent_calls_from_threads_use_separate_scratch():
+    rng = np.random.default_rng(4)
+    jobs = [(rng.standard_normal((8, 12, 12, c)).astype("float32"),
+             rng.standard_normal((3, 3, c, 8)).astype("float32")) for c in (3, 16, 16, 3)]
+    expected = [ops.conv(x, k, padding="same", relu=True) for x, k in jobs]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            results = list(pool.map(lambda job: ops.conv(job[0], job[1], padding="same", relu=True), jobs))
+            for got, want in zip(results, expected):
+                np.testing.assert_array_equal(got, want)

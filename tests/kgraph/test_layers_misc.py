@@ -1,4 +1,4 @@
-"""Embedding and the shape layers: Permute, RepeatVector, UpSampling, ZeroPadding, Cropping, Rescaling, SpatialDropout."""
+"""Embedding and the shape layers: Permute, RepeatVector, UpSampling, ZeroPadding, Cropping, Rescaling."""
 import numpy as np
 import pytest
 

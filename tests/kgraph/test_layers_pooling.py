@@ -1,4 +1,5 @@
 """Pooling layers: values against direct NumPy references (and torch when installed), gradients, errors."""
+import importlib
 import itertools
 import math
 
@@ -151,3 +152,18 @@ def test_pooling_matches_torch():
     np.testing.assert_allclose(tape.gradient(out, x, output_gradients=cotangent), xt.grad.numpy(), atol=1e-12)
     expected = f.avg_pool2d(torch.tensor(x).permute(0, 3, 1, 2), (2, 3), stride=(1, 2)).permute(0, 2, 3, 1)
     np.testing.assert_allclose(ops.average_pool(x, (2, 3), (1, 2)), expected.numpy(), atol=1e-12)
+
+
+def test_blocked_max_pooling_gradient_matches(float64, monkeypatch):
+    x = RNG.permutation(4 * 6 * 6 * 2).reshape(4, 6, 6, 2) * 0.1
+    cotangent = RNG.standard_normal((4, 3, 3, 2))
+
+    def gradient():
+        with kgraph.GradientTape() as tape:
+            tape.watch(x)
+            out = ops.max_pool(x, 2)
+        return tape.gradient(out, x, output_gradients=cotangent)
+    whole = gradient()
+    monkeypatch.setattr(importlib.import_module("kgraph.ops.pooling"), "_BLOCK_BYTES", 1)
+    np.testing.assert_array_equal(gradient(), whole)
+    check_gradients(lambda xs: ops.max_pool(xs[0], 3, strides=2, padding="same"), [x[:2]])
