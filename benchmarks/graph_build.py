@@ -56,6 +56,7 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'graph':<10}{'N':>8}{'layers':>9}{'call s':>9}{'map s':>9}{'run s':>9}{'total s':>9}{'x prev':>8}")
     for name, builder in (("chain", chain), ("diamonds", diamonds)):
+        measure(builder, 100, args.width)  # warm-up: first-call costs are not part of the scaling
         previous = None
         for n in sizes:
             r = measure(builder, n, args.width)
