@@ -6,6 +6,7 @@ about 10x per 10x. (Keras 3 raises RecursionError near 1,000 chained layers.)
     python benchmarks/graph_build.py [--sizes 1000,10000,100000] [--width 8]
 """
 import argparse
+import gc
 import os
 import sys
 import time
@@ -37,6 +38,7 @@ def diamonds(n, width):
 
 def measure(builder, n, width):
     kgraph.utils.clear_session()
+    gc.collect()  # start each size without the previous size's garbage
     start = time.perf_counter()
     x, y = builder(n, width)
     called = time.perf_counter()
