@@ -1,11 +1,11 @@
 """Convolution ops on channels-last arrays, named as in ``keras.ops``.
 
 ``conv`` is one fused primitive (forward + VJP): one strided copy gathers the
-kernel windows into a reused scratch matrix (im2col) and one matrix product
-applies the kernel; the VJP gathers the windows again, takes the kernel
-gradient with one product and scatters the input gradient back with one
-vectorized add per kernel tap (col2im). Only inputs whose window matrix would
-be very large are split into blocks of images.
+kernel windows into a matrix (im2col) and one matrix product applies the
+kernel; the VJP takes the kernel gradient with one product and scatters the
+input gradient back with one vectorized add per kernel tap (col2im). Inputs
+whose window matrix would be very large are processed in blocks of images,
+each block's windows rebuilt in a reused scratch buffer for the VJP.
 """
 import numpy as np
 
@@ -97,7 +97,15 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
     blocks = _image_blocks(n, window_cells * dtype.itemsize)
     out = np.empty((n * per_image, mat.filters), dtype=dtype)
 
+    # One block: its window matrix is kept for the VJP. Several: each is rebuilt in a reused scratch buffer.
+    kept = []
+
     def windows_of(i0, i1):
+        if kept:
+            return kept[0]
+        if len(blocks) == 1:
+            kept.append(im2col(xp, kernel_size, strides, dilation, out_spatial))
+            return kept[0]
         buf = scratch("cols", (i1 - i0) * window_cells, xp.dtype)
         return im2col(xp[i0:i1], kernel_size, strides, dilation, out_spatial, buf)
 

@@ -10,6 +10,8 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from kgraph.ops.allocator import recycle_large_blocks
+
 # Below this many channels a generic strided copy moves a few bytes per inner step;
 # one slice copy per kernel tap streams whole rows instead (several times faster).
 _TAP_COPY_CHANNELS = 8
@@ -19,6 +21,8 @@ _CACHE_BYTES = 1 << 20
 _CACHED_SCRATCH_BYTES = 1 << 25
 
 _local = threading.local()
+
+recycle_large_blocks()
 
 
 def scratch(slot, size, dtype):
