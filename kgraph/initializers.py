@@ -166,7 +166,7 @@ _ALL = {cls.__name__: cls for cls in (Zeros, Ones, Constant, RandomNormal, Rando
                                       VarianceScaling, GlorotUniform, GlorotNormal, HeNormal, HeUniform,
                                       LecunNormal, LecunUniform, Orthogonal, Identity)}
 _ALIASES = {"zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
-            "random_uniform": RandomUniform, "truncated_normal": TruncatedNormal,
+            "normal": RandomNormal, "random_uniform": RandomUniform, "uniform": RandomUniform, "truncated_normal": TruncatedNormal,
             "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
             "he_normal": HeNormal, "he_uniform": HeUniform, "lecun_normal": LecunNormal,
             "lecun_uniform": LecunUniform, "orthogonal": Orthogonal, "identity": Identity}

@@ -6,7 +6,7 @@ _counts = {}
 
 def to_snake_case(name):
     name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def uniquify(prefix):
