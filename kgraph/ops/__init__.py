@@ -3,23 +3,22 @@
 Every op accepts ndarrays, Python scalars and ``Variable``s, returns a new
 ndarray, and is recorded by an active ``kgraph.autodiff.GradientTape``.
 """
+from kgraph.ops.conv import *  # noqa: F401,F403
+from kgraph.ops.conv import __all__ as _conv_all
 from kgraph.ops.math import *  # noqa: F401,F403
 from kgraph.ops.math import __all__ as _math_all
 from kgraph.ops.nn import *  # noqa: F401,F403
 from kgraph.ops.nn import __all__ as _nn_all
+from kgraph.ops.normalization import *  # noqa: F401,F403
+from kgraph.ops.normalization import __all__ as _normalization_all
+from kgraph.ops.pooling import *  # noqa: F401,F403
+from kgraph.ops.pooling import __all__ as _pooling_all
+from kgraph.ops.recurrent import *  # noqa: F401,F403
+from kgraph.ops.recurrent import __all__ as _recurrent_all
+from kgraph.ops.reductions import *  # noqa: F401,F403
+from kgraph.ops.reductions import __all__ as _reductions_all
 from kgraph.ops.shape import *  # noqa: F401,F403
 from kgraph.ops.shape import __all__ as _shape_all
 
-__all__ = sorted(_math_all + _shape_all + _nn_all)
-from kgraph.ops.recurrent import *  # noqa: F401,F403,E402
-from kgraph.ops.recurrent import __all__ as _recurrent_all  # noqa: E402
-
-__all__ = sorted(__all__ + _recurrent_all)
-from kgraph.ops.conv import *  # noqa: F401,F403,E402
-from kgraph.ops.conv import __all__ as _conv_all  # noqa: E402
-from kgraph.ops.normalization import *  # noqa: F401,F403,E402
-from kgraph.ops.normalization import __all__ as _normalization_all  # noqa: E402
-from kgraph.ops.pooling import *  # noqa: F401,F403,E402
-from kgraph.ops.pooling import __all__ as _pooling_all  # noqa: E402
-
-__all__ = sorted(__all__ + _conv_all + _normalization_all + _pooling_all)
+__all__ = sorted(_conv_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
+                 + _reductions_all + _shape_all)

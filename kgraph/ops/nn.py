@@ -5,7 +5,8 @@ import numpy as np
 
 from kgraph import backend
 from kgraph.autodiff import _value, primitive
-from kgraph.ops.math import _count, _erf_values, _reduced_axes
+from kgraph.ops.math import _erf_values
+from kgraph.ops.reductions import _count, _reduced_axes
 
 __all__ = [
     "dense", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu", "log_sigmoid",

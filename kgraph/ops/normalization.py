@@ -2,7 +2,7 @@
 import numpy as np
 
 from kgraph.autodiff import primitive
-from kgraph.ops.math import _reduced_axes
+from kgraph.ops.reductions import _reduced_axes
 
 __all__ = ["batch_normalization", "layer_normalization"]
 

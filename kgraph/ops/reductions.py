@@ -1,0 +1,158 @@
+"""Reductions (sum, mean, max, min, var, std, prod, logsumexp, cumsum), named as in ``keras.ops``."""
+import math as _pymath
+
+import numpy as np
+
+from kgraph.autodiff import primitive
+
+__all__ = ["cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var"]
+
+
+def _axis_arg(axis):
+    """NumPy reductions take an int or a tuple of axes; also accept a list."""
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _reduced_axes(axis, ndim):
+    """Return the sorted non-negative axes a reduction over ``axis`` removes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for an array of rank {ndim}. Received: axis={axis}")
+    return tuple(sorted(a % ndim for a in axes))
+
+
+def _keepdims_shape(shape, axis):
+    axes = _reduced_axes(axis, len(shape))
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _count(shape, axis):
+    return _pymath.prod(shape[a] for a in _reduced_axes(axis, len(shape)))
+
+
+@primitive
+def sum(x, axis=None, keepdims=False):
+    """Sum over ``axis`` (all axes when None)."""
+    x = np.asarray(x)
+    axis = _axis_arg(axis)
+    out = np.sum(x, axis=axis, keepdims=keepdims)
+    return out, lambda g: np.broadcast_to(g.reshape(_keepdims_shape(x.shape, axis)), x.shape)
+
+
+@primitive
+def mean(x, axis=None, keepdims=False):
+    """Mean over ``axis`` (all axes when None)."""
+    x = np.asarray(x)
+    axis = _axis_arg(axis)
+    out = np.mean(x, axis=axis, keepdims=keepdims)
+    count = _count(x.shape, axis)
+    return out, lambda g: np.broadcast_to(g.reshape(_keepdims_shape(x.shape, axis)) / count, x.shape)
+
+
+def _extremum(reduce, x, axis, keepdims):
+    x = np.asarray(x)
+    axis = _axis_arg(axis)
+    out = reduce(x, axis=axis, keepdims=keepdims)
+
+    def vjp(g):
+        kshape = _keepdims_shape(x.shape, axis)
+        mask = np.equal(x, out.reshape(kshape))
+        # Ties share the gradient evenly.
+        count = np.sum(mask, axis=_reduced_axes(axis, x.ndim), keepdims=True).astype(g.dtype)
+        return mask * (g.reshape(kshape) / count)
+
+    return out, vjp
+
+
+@primitive
+def max(x, axis=None, keepdims=False):
+    """Maximum over ``axis``; tied maxima share the gradient evenly."""
+    return _extremum(np.max, x, axis, keepdims)
+
+
+@primitive
+def min(x, axis=None, keepdims=False):
+    """Minimum over ``axis``; tied minima share the gradient evenly."""
+    return _extremum(np.min, x, axis, keepdims)
+
+
+@primitive
+def var(x, axis=None, keepdims=False):
+    """Population variance over ``axis``."""
+    x = np.asarray(x)
+    axis = _axis_arg(axis)
+    out = np.var(x, axis=axis, keepdims=keepdims)
+
+    def vjp(g):
+        centered = x - np.mean(x, axis=axis, keepdims=True)
+        return centered * (g.reshape(_keepdims_shape(x.shape, axis)) * (2 / _count(x.shape, axis)))
+
+    return out, vjp
+
+
+@primitive
+def std(x, axis=None, keepdims=False):
+    """Population standard deviation over ``axis`` (gradient 0 where it is 0)."""
+    x = np.asarray(x)
+    axis = _axis_arg(axis)
+    out = np.std(x, axis=axis, keepdims=keepdims)
+
+    def vjp(g):
+        kshape = _keepdims_shape(x.shape, axis)
+        s = out.reshape(kshape)
+        scale = np.where(s > 0, g.reshape(kshape) / (_count(x.shape, axis) * np.where(s > 0, s, 1)), 0)
+        return (x - np.mean(x, axis=axis, keepdims=True)) * scale
+
+    return out, vjp
+
+
+@primitive
+def prod(x, axis=None, keepdims=False):
+    """Product over ``axis``; the gradient is exact even where elements are 0."""
+    x = np.asarray(x)
+    axis = _axis_arg(axis)
+    out = np.prod(x, axis=axis, keepdims=keepdims)
+
+    def vjp(g):
+        axes = _reduced_axes(axis, x.ndim)
+        kept = [a for a in range(x.ndim) if a not in axes]
+        order = kept + list(axes)
+        moved = np.transpose(x, order)
+        flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+        ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
+        # d prod / d x_i = prod(x[:i]) * prod(x[i+1:]), without dividing by x_i.
+        before = np.concatenate([ones, np.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+        after = np.concatenate([np.cumprod(flat[..., :0:-1], axis=-1)[..., ::-1], ones], axis=-1)
+        grad = before * after * g.reshape(flat.shape[:-1] + (1,))
+        return np.transpose(grad.reshape(moved.shape), np.argsort(order))
+
+    return out, vjp
+
+
+@primitive
+def logsumexp(x, axis=None, keepdims=False):
+    """``log(sum(exp(x)))`` over ``axis``, computed without overflow."""
+    x = np.asarray(x)
+    axis = _axis_arg(axis)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    lse = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    out = lse if keepdims else lse.reshape([d for i, d in enumerate(lse.shape) if i not in _reduced_axes(axis, x.ndim)])
+    return out, lambda g: g.reshape(lse.shape) * np.exp(x - lse)
+
+
+@primitive
+def cumsum(x, axis=None, dtype=None):
+    """Cumulative sum along ``axis`` (of the flattened array when None)."""
+    x = np.asarray(x)
+    out = np.cumsum(x, axis=axis, dtype=dtype)
+
+    def vjp(g):
+        if axis is None:
+            return np.flip(np.cumsum(np.flip(g))).reshape(x.shape)
+        return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+    return out, vjp
