@@ -1,4 +1,5 @@
 """Losses with Keras 3's names, defaults and numerics, plus ``get``/``serialize``/``deserialize``."""
+from kgraph.object_config import deserialize_object, serialize_object
 from kgraph.losses.classes import BinaryCrossentropy
 from kgraph.losses.classes import CategoricalCrossentropy
 from kgraph.losses.classes import CosineSimilarity
@@ -84,37 +85,12 @@ def serialize(loss):
     """Return a JSON-friendly description of ``loss`` that ``deserialize`` inverts."""
     if loss is None:
         return None
-    if isinstance(loss, Loss):
-        return {"module": "kgraph.losses", "class_name": type(loss).__name__, "config": loss.get_config()}
-    name = getattr(loss, "__name__", None)
-    if name in _FUNCTIONS and _FUNCTIONS[name] is loss:
-        return name
-    raise ValueError(f"Cannot serialize {loss!r}: expected a Loss instance or a kgraph.losses function.")
+    return serialize_object(loss, Loss, _FUNCTIONS, "kgraph.losses")
 
 
 def deserialize(config, custom_objects=None):
-    """Rebuild a loss from ``serialize``'s output (a name string or a dict).
-
-    custom_objects: ``{name: class_or_function}`` for user-defined losses.
-    """
-    custom_objects = custom_objects or {}
-    if isinstance(config, str):
-        if config in custom_objects:
-            found = custom_objects[config]
-            return found() if isinstance(found, type) else found
-        return get(config)
-    if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(
-            f"Expected a loss name or a dict with 'class_name' and 'config', received {config!r}."
-        )
-    class_name = config["class_name"]
-    cls = custom_objects.get(class_name) or _CLASSES.get(class_name)
-    if cls is None:
-        raise ValueError(
-            f"Unknown loss class {class_name!r}. Expected one of {sorted(_CLASSES)} "
-            "or a name passed in custom_objects."
-        )
-    return cls.from_config(dict(config.get("config", {})))
+    """Rebuild a loss from ``serialize``'s output; ``custom_objects`` maps names to user classes or functions."""
+    return deserialize_object(config, _CLASSES, get, "loss", custom_objects)
 
 
 def get(identifier):

@@ -1,4 +1,5 @@
 """Stateful metrics with Keras 3's names, plus ``get``/``serialize``/``deserialize``."""
+from kgraph.object_config import deserialize_object, serialize_object
 from kgraph.metrics.accuracy_metrics import Accuracy
 from kgraph.metrics.accuracy_metrics import BinaryAccuracy
 from kgraph.metrics.accuracy_metrics import CategoricalAccuracy
@@ -130,37 +131,12 @@ def resolve_accuracy(name, y_true_shape, y_pred_shape, loss=None):
 
 def serialize(metric):
     """Return a JSON-friendly description of ``metric`` that ``deserialize`` inverts."""
-    if isinstance(metric, Metric):
-        return {"module": "kgraph.metrics", "class_name": type(metric).__name__, "config": metric.get_config()}
-    name = getattr(metric, "__name__", None)
-    if name in _FUNCTIONS and _FUNCTIONS[name] is metric:
-        return name
-    raise ValueError(f"Cannot serialize {metric!r}: expected a Metric instance or a kgraph.metrics function.")
+    return serialize_object(metric, Metric, _FUNCTIONS, "kgraph.metrics")
 
 
 def deserialize(config, custom_objects=None):
-    """Rebuild a metric from ``serialize``'s output (a name string or a dict).
-
-    custom_objects: ``{name: class_or_function}`` for user-defined metrics.
-    """
-    custom_objects = custom_objects or {}
-    if isinstance(config, str):
-        if config in custom_objects:
-            found = custom_objects[config]
-            return found() if isinstance(found, type) else found
-        return get(config)
-    if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(
-            f"Expected a metric name or a dict with 'class_name' and 'config', received {config!r}."
-        )
-    class_name = config["class_name"]
-    cls = custom_objects.get(class_name) or _CLASSES.get(class_name)
-    if cls is None:
-        raise ValueError(
-            f"Unknown metric class {class_name!r}. Expected one of {sorted(_CLASSES)} "
-            "or a name passed in custom_objects."
-        )
-    return cls.from_config(dict(config.get("config", {})))
+    """Rebuild a metric from ``serialize``'s output; ``custom_objects`` maps names to user classes or functions."""
+    return deserialize_object(config, _CLASSES, get, "metric", custom_objects)
 
 
 def get(identifier):
