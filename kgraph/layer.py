@@ -221,6 +221,7 @@ class Layer:
         shapes = [tree.map_structure(shape_of, a) for a in args]
         self._build_input_shape = shapes[0]
         if self._build_arity >= 2 and len(shapes) >= 2:
+            self._build_extra_shapes = shapes[1: self._build_arity]
             self.build(*shapes[: self._build_arity])
         else:
             self.build(shapes[0])
@@ -336,11 +337,15 @@ class Layer:
     def get_build_config(self):
         if self._build_input_shape is None:
             return None
-        return {"input_shape": self._build_input_shape}
+        config = {"input_shape": self._build_input_shape}
+        if getattr(self, "_build_extra_shapes", None):
+            config["extra_shapes"] = list(self._build_extra_shapes)
+        return config
 
     def build_from_config(self, config):
+        """Build from ``get_build_config`` output (every positional shape ``build`` took)."""
         if config and not self.built:
-            self.build(config["input_shape"])
+            self.build(config["input_shape"], *config.get("extra_shapes", []))
             self._build_input_shape = config["input_shape"]
             self.built = True
 

@@ -39,7 +39,10 @@ def deserialize_layer(data, custom_objects=None):
 def _as_tuples(config):
     if config.get("input_shape") is None:
         return config
-    return {"input_shape": _shapes_to_tuples(config["input_shape"])}
+    out = {"input_shape": _shapes_to_tuples(config["input_shape"])}
+    if config.get("extra_shapes"):
+        out["extra_shapes"] = [None if s is None else _shapes_to_tuples(s) for s in config["extra_shapes"]]
+    return out
 
 
 def _shapes_to_tuples(value):

@@ -138,3 +138,23 @@ def test_save_is_atomic(tmp_path, monkeypatch):
         _model().save(path)
     assert path.read_bytes() == original
     assert [p.name for p in tmp_path.iterdir()] == ["model.pkl"]
+
+
+def test_layer_built_from_two_shapes_reloads(tmp_path):
+    class Bilinear(kgraph.Layer):
+        def build(self, left_shape, right_shape):
+            self.w = self.add_weight(shape=(left_shape[-1], right_shape[-1]), name="w")
+
+        def call(self, left, right):
+            return kgraph.ops.sum(kgraph.ops.multiply(kgraph.ops.matmul(left, self.w), right), axis=-1,
+                                  keepdims=True)
+
+        def compute_output_shape(self, left_shape):
+            return left_shape[:-1] + (1,)
+
+    a, b = kgraph.Input(shape=(3,), name="left"), kgraph.Input(shape=(2,), name="right")
+    model = kgraph.Model([a, b], Bilinear(name="bilinear")(a, b))
+    model.save(tmp_path / "bilinear.pkl")
+    loaded = kgraph.load_model(tmp_path / "bilinear.pkl")
+    x = [np.ones((2, 3), "float32"), np.ones((2, 2), "float32")]
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
