@@ -2,7 +2,9 @@
 
 Each is one fused primitive: the forward pass reduces the windows with one
 vectorized op per window tap; the VJP routes the cotangent back with one
-vectorized op per tap.
+vectorized op per tap. Max pooling whose windows do not overlap (the usual
+``pool_size == strides``) reduces one spatial axis at a time instead, and
+remembers where each tap won, so its VJP needs no comparison pass.
 """
 import numpy as np
 
@@ -13,7 +15,7 @@ from kgraph.ops.windows import (check_data_format, conv_output_length, conv_pads
 __all__ = ["average_pool", "max_pool"]
 
 
-# The max-pooling VJP runs over blocks of images of about this many input bytes, so
+# The VJP of overlapping max pooling runs over blocks of images of about this many input bytes, so
 # that its per-tap passes over the block stay in cache.
 _BLOCK_BYTES = 1 << 20
 
@@ -33,29 +35,81 @@ def _max_pool(x, pool_size, strides, pads):
     spatial, out_spatial, regions, disjoint = _geometry(x, pool_size, strides, pads)
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = pad(x, pads, lowest)
+    if disjoint:
+        return _max_pool_disjoint(xp, pool_size, strides, out_spatial, pads, spatial)
     out = xp[regions[0]].copy()
     for region in regions[1:]:
         np.maximum(out, xp[region], out=out)
 
     def vjp(g):
-        # Windows that tile the padded input exactly write every cell once: no zero fill.
-        tiled = disjoint and all(o * s == n for o, s, n in zip(out_spatial, strides, xp.shape[1:-1]))
-        dxp = (np.empty if tiled else np.zeros)(xp.shape, dtype=g.dtype)
-
+        dxp = np.zeros(xp.shape, dtype=g.dtype)
         per_block = max(1, _BLOCK_BYTES // max(1, xp[:1].nbytes))
         for i0 in range(0, xp.shape[0], per_block):
             i1 = i0 + per_block
-            _route_to_max(xp[i0:i1], out[i0:i1], g[i0:i1], dxp[i0:i1], regions, disjoint)
+            _route_to_max(xp[i0:i1], out[i0:i1], g[i0:i1], dxp[i0:i1], regions)
         return unpad(dxp, pads, spatial)
 
     return out, vjp
 
 
-def _route_to_max(xp, out, g, dxp, regions, disjoint):
+def _split_axis(a, axis, count, step, taps):
+    """View ``(..., count, taps, ...)`` of spatial ``axis`` of ``a``: ``count`` windows ``step`` apart, ``taps`` cells each."""
+    st = a.strides
+    return np.lib.stride_tricks.as_strided(a, shape=a.shape[:1 + axis] + (count, taps) + a.shape[2 + axis:],
+                                           strides=st[:1 + axis] + (st[1 + axis] * step, st[1 + axis]) + st[2 + axis:])
+
+
+def _max_pool_disjoint(xp, pool_size, strides, out_spatial, pads, spatial):
+    """Max pooling whose windows do not overlap, one spatial axis at a time (the last axis first).
+
+    Reducing axis by axis, each time keeping the first maximum along the axis,
+    picks the same cell as the first maximum of the whole window in row-major
+    order. Each step records, per kept tap, where it beat the running maximum;
+    the VJP walks the steps back with two vectorized ops per tap.
+    """
+    steps = []
+    cur = xp
+    for axis in reversed(range(len(pool_size))):
+        k, s, o = pool_size[axis], strides[axis], out_spatial[axis]
+        view = _split_axis(cur, axis, o, s, k)
+        lead = (slice(None),) * (2 + axis)
+        best = view[lead + (0,)].copy()
+        beats = []
+        for t in range(1, k):
+            tap = view[lead + (t,)]
+            beats.append(np.greater(tap, best))
+            np.maximum(best, tap, out=best)
+        steps.append((axis, cur.shape, beats))
+        cur = best
+    out = cur
+
+    def vjp(g):
+        g = np.asarray(g)
+        for axis, shape, beats in reversed(steps):
+            k, s, o = pool_size[axis], strides[axis], out_spatial[axis]
+            # Cells no window reads (gaps between windows, the cropped tail) get zeros.
+            tiled = k == s and o * s == shape[1 + axis]
+            dcur = (np.empty if tiled else np.zeros)(shape, dtype=g.dtype)
+            view = _split_axis(dcur, axis, o, s, k)
+            lead = (slice(None),) * (2 + axis)
+            rest = g.copy() if k > 1 else g
+            # The last tap that beat the running maximum holds it: walk the taps backwards.
+            for t in range(k - 1, 0, -1):
+                share = view[lead + (t,)]
+                np.multiply(rest, beats[t - 1], out=share)
+                rest -= share
+            view[lead + (0,)] = rest
+            g = dcur
+        return unpad(g, pads, spatial)
+
+    return out, vjp
+
+
+def _route_to_max(xp, out, g, dxp, regions):
     """Add each window's cotangent ``g`` to the input cell holding its maximum (one block of images)."""
     taken = np.zeros(out.shape, dtype=bool)
     hit = np.empty(out.shape, dtype=bool)
-    routed = None if disjoint else np.empty(out.shape, dtype=g.dtype)
+    routed = np.empty(out.shape, dtype=g.dtype)
     last = len(regions) - 1
     for i, region in enumerate(regions):
         # Only the first maximum of a window gets the gradient, like TensorFlow and PyTorch:
@@ -65,12 +119,8 @@ def _route_to_max(xp, out, g, dxp, regions, disjoint):
             np.greater(hit, taken, out=hit)
         if i < last:
             taken |= hit
-        # A masked multiply is several times faster than a masked copy on strided views.
-        if disjoint:
-            np.multiply(g, hit, out=dxp[region])
-        else:
-            np.multiply(g, hit, out=routed)
-            dxp[region] += routed
+        np.multiply(g, hit, out=routed)
+        dxp[region] += routed
 
 
 @primitive(num_inputs=1)

@@ -167,3 +167,28 @@ def test_blocked_max_pooling_gradient_matches(float64, monkeypatch):
     monkeypatch.setattr(importlib.import_module("kgraph.ops.pooling"), "_BLOCK_BYTES", 1)
     np.testing.assert_array_equal(gradient(), whole)
     check_gradients(lambda xs: ops.max_pool(xs[0], 3, strides=2, padding="same"), [x[:2]])
+
+
+@pytest.mark.parametrize("pool,strides,padding", [((2, 2), (2, 2), "valid"), ((3, 2), (3, 3), "valid"),
+                                                  ((2, 3), (3, 4), "valid"), ((3, 3), (3, 3), "same"),
+                                                  ((2, 2), (2, 2), "same")])
+def test_non_overlapping_max_pooling_routes_ties_like_a_row_major_scan(float64, pool, strides, padding):
+    # Few distinct values: most windows hold several maxima. The reference scans each window in row-major
+    # order and keeps the first maximum, as TensorFlow and PyTorch do.
+    x = RNG.integers(0, 3, size=(2, 7, 8, 3)).astype("float64")
+    with kgraph.GradientTape() as tape:
+        tape.watch(x)
+        out = ops.max_pool(x, pool, strides, padding)
+    cotangent = RNG.standard_normal(out.shape)
+    got = tape.gradient(out, x, output_gradients=cotangent)
+    pads = [(max((o - 1) * s + k - n, 0) // 2) for o, s, k, n in zip(out.shape[1:3], strides, pool, x.shape[1:3])]
+    expected = np.zeros_like(x)
+    for b, i, j, c in np.ndindex(out.shape):
+        best = None
+        for di, dj in np.ndindex(pool):
+            r, q = i * strides[0] + di - pads[0], j * strides[1] + dj - pads[1]
+            if 0 <= r < x.shape[1] and 0 <= q < x.shape[2] and (best is None or x[b, r, q, c] > x[b][best][c]):
+                best = (r, q)
+        assert x[b][best][c] == out[b, i, j, c]
+        expected[b][best][c] += cotangent[b, i, j, c]
+    np.testing.assert_array_equal(got, expected)
