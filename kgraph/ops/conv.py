@@ -10,6 +10,7 @@ each block's windows rebuilt in a reused scratch buffer for the VJP.
 import numpy as np
 
 from kgraph.autodiff import primitive
+from kgraph.ops import winograd
 from kgraph.ops.shape import reshape
 from kgraph.ops.windows import (check_data_format, col2im_add, conv_output_length, conv_pads, im2col,
                                 normalize_tuple, pad, scratch, transpose_crop, unpad)
@@ -94,11 +95,17 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
     mat = _Kernel(kernel, groups)
     dtype = np.result_type(x.dtype, kernel.dtype)
     window_cells = per_image * mat.taps * channels
-    blocks = _image_blocks(n, window_cells * dtype.itemsize)
+    wino = winograd.applicable(kernel_size, strides, dilation, groups, channels, mat.filters, out_spatial, dtype)
+    if wino:
+        blocks = _image_blocks(n, winograd.bytes_per_image(out_spatial, channels, dtype))
+    else:
+        blocks = _image_blocks(n, window_cells * dtype.itemsize)
     out = np.empty((n * per_image, mat.filters), dtype=dtype)
 
     # One block: its window matrix is kept for the VJP. Several: each is rebuilt in a reused scratch buffer.
+    # Winograd blocks keep their transformed tiles (a quarter of the window matrix's size).
     kept = []
+    tiles = {}
 
     def windows_of(i0, i1):
         if kept:
@@ -112,7 +119,11 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
     def forward_block(block):
         i0, i1 = block
         rows = out[i0 * per_image:i1 * per_image]
-        mat.apply(windows_of(i0, i1), rows)
+        if wino:
+            tiles[block] = winograd.WinogradConv2D(xp[i0:i1], kernel, dtype)
+            tiles[block].forward(rows.reshape((i1 - i0,) + out_spatial + (mat.filters,)))
+        else:
+            mat.apply(windows_of(i0, i1), rows)
         if bias is not None:
             rows += bias
         if relu:
@@ -135,8 +146,16 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
                 mask = scratch("mask", size, bool).reshape(gb.shape)
                 np.greater(out[rows], 0, out=mask)
                 gb = np.multiply(gb, mask, out=scratch("grad", size, dtype).reshape(gb.shape))
+            # The bias gradient as a matrix-vector product: a column sum in BLAS rather than a strided reduction.
+            bias_grad = np.ones(gb.shape[0], dtype=dtype) @ gb if bias is not None else None
+            if wino:
+                d_kernel, d_block = tiles[block].gradients(gb.reshape((i1 - i0,) + out_spatial + (mat.filters,)),
+                                                           with_x)
+                if with_x:
+                    dxp[i0:i1] = d_block
+                return d_kernel.reshape(mat.matrix.shape), bias_grad
             cols = windows_of(i0, i1)
-            partial = (mat.weight_grad(cols, gb), gb.sum(axis=0) if bias is not None else None)
+            partial = (mat.weight_grad(cols, gb), bias_grad)
             if with_x:
                 dcols = scratch("dcols", cols.size, dtype).reshape(cols.shape)
                 mat.window_grad(gb, dcols)

@@ -299,3 +299,44 @@ def test_concurrent_calls_from_threads_use_separate_scratch():
             results = list(pool.map(lambda job: ops.conv(job[0], job[1], padding="same", relu=True), jobs))
             for got, want in zip(results, expected):
                 np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("size,padding", [((8, 8), "valid"), ((13, 11), "valid"), ((9, 6), "same"), ((5, 7), "same")])
+def test_winograd_path_matches_direct_reference_and_finite_differences(float64, size, padding, monkeypatch):
+    winograd = importlib.import_module("kgraph.ops.winograd")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2,) + size + (16,))
+    layer = layers.Conv2D(16, 3, padding=padding, activation="relu")
+    out = layer(x)
+    kernel, bias = layer.get_weights()
+    assert winograd.applicable((3, 3), (1, 1), (1, 1), 1, 16, 16, out.shape[1:3], out.dtype)
+    pads = [same_pads(n, 3, 1, 1) if padding == "same" else (0, 0) for n in size]
+    expected = np.maximum(reference_conv(x, kernel, (1, 1), pads, (1, 1)) + bias, 0)
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+    check_gradients(lambda xs: layer(xs[0]), [x[:1]])
+    check_variable_gradients(lambda: layer(x[:1]), layer.trainable_weights)
+    # Several image blocks give the same values and gradients as one.
+    monkeypatch.setattr(importlib.import_module("kgraph.ops.conv"), "_BLOCK_BYTES", 1)
+    np.testing.assert_allclose(layer(x), out, rtol=1e-12, atol=1e-12)
+    check_gradients(lambda xs: layer(xs[0]), [x])
+
+
+def test_winograd_float32_stays_close_to_im2col(monkeypatch):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 13, 13, 32)).astype("float32")
+    kernel = rng.standard_normal((3, 3, 32, 64)).astype("float32")
+    cotangent = rng.standard_normal((4, 11, 11, 64)).astype("float32")
+
+    def run():
+        with kgraph.GradientTape() as tape:
+            tape.watch(x)
+            tape.watch(kernel)
+            out = ops.conv(x, kernel)
+        return (out,) + tuple(tape.gradient(out, [x, kernel], output_gradients=cotangent))
+    fast = run()
+    winograd = importlib.import_module("kgraph.ops.winograd")
+    monkeypatch.setattr(winograd, "MIN_CHANNELS", 10 ** 9)
+    plain = run()
+    for got, want in zip(fast, plain):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, atol=2e-5 * np.abs(want).max())
