@@ -73,12 +73,14 @@ def _max_pool_disjoint(xp, pool_size, strides, out_spatial, pads, spatial):
         k, s, o = pool_size[axis], strides[axis], out_spatial[axis]
         view = _split_axis(cur, axis, o, s, k)
         lead = (slice(None),) * (2 + axis)
-        best = view[lead + (0,)].copy()
+        best = view[lead + (0,)]
         beats = []
         for t in range(1, k):
             tap = view[lead + (t,)]
             beats.append(np.greater(tap, best))
-            np.maximum(best, tap, out=best)
+            best = np.maximum(best, tap, out=None if t == 1 else best)
+        if k == 1:
+            best = best.copy()
         steps.append((axis, cur.shape, beats))
         cur = best
     out = cur
@@ -92,13 +94,14 @@ def _max_pool_disjoint(xp, pool_size, strides, out_spatial, pads, spatial):
             dcur = (np.empty if tiled else np.zeros)(shape, dtype=g.dtype)
             view = _split_axis(dcur, axis, o, s, k)
             lead = (slice(None),) * (2 + axis)
-            rest = g.copy() if k > 1 else g
+            rest = g
             # The last tap that beat the running maximum holds it: walk the taps backwards.
             for t in range(k - 1, 0, -1):
                 share = view[lead + (t,)]
                 np.multiply(rest, beats[t - 1], out=share)
-                rest -= share
-            view[lead + (0,)] = rest
+                rest = np.subtract(rest, share, out=view[lead + (0,)] if t == 1 else None)
+            if k == 1:
+                view[lead + (0,)] = rest
             g = dcur
         return unpad(g, pads, spatial)
 

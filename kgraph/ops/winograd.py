@@ -107,6 +107,13 @@ class WinogradConv2D:
         out[...] = full.reshape(self.n, TILE * th, TILE * tw, self.filters)[:, :oh, :ow]
         return out
 
+    def _tile_grid(self, a, row0, col0, taps):
+        """Writable view ``(taps[0], taps[1], n, th, tw, c)`` of ``a``: ``[p, q, n, i, j] = a[n, row0 + 4i + p, col0 + 4j + q]``."""
+        s = a.strides
+        th, tw = self.tiles
+        return as_strided(a[:, row0:, col0:], shape=tuple(taps) + (self.n, th, tw, a.shape[-1]),
+                          strides=(s[1], s[2], s[0], TILE * s[1], TILE * s[2], s[3]))
+
     def gradients(self, g, with_x):
         """``(d_kernel (3, 3, channels, filters), d_xp or None)`` for the output cotangent ``g (n, oh, ow, filters)``."""
         th, tw = self.tiles
@@ -133,10 +140,10 @@ class WinogradConv2D:
         core.transpose(2, 4, 0, 1, 3, 5)[...] = dd[:TILE, :TILE]
         dxe[:, span_h:] = 0
         dxe[:, :span_h, span_w:] = 0
-        # ... and taps 4 and 5 overlap the next tile's first two cells: added one tap at a time.
-        for a in range(_IN):
-            for b in range(_IN):
-                if a >= TILE or b >= TILE:
-                    dxe[:, a:a + span_h:TILE, b:b + span_w:TILE] += dd[a, b]
+        # ... and taps 4 and 5 overlap the next tile's first two cells: three strided adds.
+        for rows, cols in ((slice(TILE, None), slice(None, TILE)), (slice(None, TILE), slice(TILE, None)),
+                           (slice(TILE, None), slice(TILE, None))):
+            part = dd[rows, cols]
+            self._tile_grid(dxe, rows.start or 0, cols.start or 0, part.shape[:2])[...] += part
         hp, wp = self.xp_spatial
         return d_kernel, dxe[:, :hp, :wp]
