@@ -8,8 +8,8 @@ whose window matrix would be very large are processed in blocks of images,
 each block's windows rebuilt in a reused scratch buffer for the VJP.
 
 3x3 stride-1 convolutions with at least 16 input channels and filters run
-as Winograd F(4x4, 3x3) instead (``kgraph.ops.winograd``): 2.25x fewer
-multiplications, for the same values up to float rounding.
+as Winograd F(4x4, 3x3) instead (``kgraph.ops.winograd``): a quarter of the
+multiplications, the same values up to float rounding.
 """
 import numpy as np
 

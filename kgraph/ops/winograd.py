@@ -1,4 +1,4 @@
-"""Winograd F(4x4, 3x3): 3x3 stride-1 convolutions with 2.25x fewer multiplications than im2col.
+"""Winograd F(4x4, 3x3): 3x3 stride-1 convolutions with 4x fewer multiplications than im2col.
 
 The output is computed in 4x4 tiles. Each 6x6 input tile ``d`` and the
 kernel ``k`` are moved to a transformed domain (``V = Bt d B``,
