@@ -58,7 +58,11 @@ def cnn_torch():
 
 
 def cnn_floor(x):
-    """Samples/s if a step cost only its GEMMs (im2col products forward, weight and input gradients back)."""
+    """Samples/s if a step cost only its im2col GEMMs (forward, weight and input gradients back).
+
+    kgraph runs the second convolution as Winograd F(4x4, 3x3), a quarter of those multiplications, so
+    this floor is what a plain im2col engine could reach, not a bound on kgraph.
+    """
     rng = np.random.default_rng(1)
     n = len(x)
     shapes = [(n * 26 * 26, 9, 32), (n * 11 * 11, 288, 64), (n, 1600, 128), (n, 128, 10)]

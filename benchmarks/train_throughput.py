@@ -161,7 +161,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="one epoch on a quarter of the data")
     args = parser.parse_args()
     have_torch, have_keras = available("torch"), available("torch") and available("keras")
-    print(f"numpy {np.__version__}; torch {'yes' if have_torch else 'not installed'}; "
+    # NumPy's BLAS kernels decide most of kgraph's speed; OPENBLAS_CORETYPE (when set) forces OpenBLAS's choice.
+    print(f"numpy {np.__version__}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(OpenBLAS chooses)')}; "
+          f"torch {'yes' if have_torch else 'not installed'}; "
           f"keras {'yes' if have_keras else 'not installed'}; batch {BATCH}; Adam")
     header = f"{'model':<8}{'kgraph':>12}{'keras-torch':>14}{'torch eager':>14}{'kg/keras':>10}{'kg/torch':>10}{'floor':>12}{'kg/floor':>10}"
     print(header)
