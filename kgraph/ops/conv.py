@@ -156,8 +156,7 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
             bias_grad = np.ones(gb.shape[0], dtype=dtype) @ gb if bias is not None else None
             if wino:
                 conv = tiles.get(block) or winograd.WinogradConv2D(xp[i0:i1], kernel, dtype)
-                d_kernel, d_block = conv.gradients(gb.reshape((i1 - i0,) + out_spatial + (mat.filters,)),
-                                                           with_x)
+                d_kernel, d_block = conv.gradients(gb.reshape((i1 - i0,) + out_spatial + (mat.filters,)), with_x)
                 if with_x:
                     dxp[i0:i1] = d_block
                 return d_kernel.reshape(mat.matrix.shape), bias_grad

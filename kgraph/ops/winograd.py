@@ -108,14 +108,17 @@ class WinogradConv2D:
         return out
 
     def _tile_grid(self, a, row0, col0, taps):
-        """Writable view ``(taps[0], taps[1], n, th, tw, c)`` of ``a``: ``[p, q, n, i, j] = a[n, row0 + 4i + p, col0 + 4j + q]``."""
+        """Writable view ``(taps[0], taps[1], n, th, tw, c)`` of ``a``.
+
+        Element ``[p, q, n, i, j]`` is ``a[n, row0 + 4i + p, col0 + 4j + q]``.
+        """
         s = a.strides
         th, tw = self.tiles
         return as_strided(a[:, row0:, col0:], shape=tuple(taps) + (self.n, th, tw, a.shape[-1]),
                           strides=(s[1], s[2], s[0], TILE * s[1], TILE * s[2], s[3]))
 
     def gradients(self, g, with_x):
-        """``(d_kernel (3, 3, channels, filters), d_xp or None)`` for the output cotangent ``g (n, oh, ow, filters)``."""
+        """``(d_kernel (3, 3, channels, filters), d_xp or None)`` for the cotangent ``g (n, oh, ow, filters)``."""
         th, tw = self.tiles
         oh, ow = self.out_spatial
         if (oh, ow) != (TILE * th, TILE * tw):
