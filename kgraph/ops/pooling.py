@@ -53,7 +53,7 @@ def _max_pool(x, pool_size, strides, pads):
 
 
 def _split_axis(a, axis, count, step, taps):
-    """View ``(..., count, taps, ...)`` of spatial ``axis`` of ``a``: ``count`` windows, ``step`` apart, of ``taps`` cells."""
+    """View ``(..., count, taps, ...)`` of spatial ``axis``: ``count`` windows ``step`` apart, ``taps`` cells each."""
     st = a.strides
     return np.lib.stride_tricks.as_strided(a, shape=a.shape[:1 + axis] + (count, taps) + a.shape[2 + axis:],
                                            strides=st[:1 + axis] + (st[1 + axis] * step, st[1 + axis]) + st[2 + axis:])
