@@ -75,6 +75,7 @@ class Functional(Model):
         for t in self.outputs:
             uses[id(t)] += 1
         self._uses = dict(uses)
+        self._fusions = _conv_pool_pairs(self._plan, self._uses)
 
     # ----- graph views ------------------------------------------------------
     @property
@@ -176,8 +177,24 @@ class Functional(Model):
         """Run the plan (deepest depth first) on a flat list of input arrays."""
         values = {id(t): x for t, x in zip(self.inputs, arrays)}
         remaining = dict(self._uses)
+        fusions = self._fusions
+        fused = set()
         for node in self._plan:
             layer = node.outbound_layer
+            if fusions:
+                if id(node) in fused:
+                    continue
+                pool_node = fusions.get(id(node))
+                if pool_node is not None and layer.fuses_max_pool(pool_node.outbound_layer):
+                    # A convolution read only by a max pooling: both layers as one op (see _conv_pool_pairs).
+                    x = node.input_tensors[0]
+                    values[id(pool_node.output_tensors[0])] = layer.call_with_max_pool(
+                        values[id(x)], pool_node.outbound_layer)
+                    fused.add(id(pool_node))
+                    remaining[id(x)] -= 1
+                    if remaining[id(x)] == 0:
+                        del values[id(x)]
+                    continue
             if len(node.call_args) == 1 and not node.call_kwargs and isinstance(node.call_args[0], KerasTensor):
                 args, kwargs = (values[id(node.call_args[0])],), {}
             else:
@@ -225,6 +242,34 @@ class Functional(Model):
     def from_config(cls, config, custom_objects=None):
         from kgraph.serialization import functional_from_config
         return functional_from_config(cls, config, custom_objects)
+
+
+def _conv_pool_pairs(plan, uses):
+    """``{id(conv node): pooling node}`` for each convolution whose output only a max pooling reads.
+
+    Such a pair runs as one op (``Layer.call_with_max_pool``) when the layers
+    allow it (``fuses_max_pool``, asked at each run, so later changes to a
+    layer are honoured): the convolution's full output is never made. The
+    convolution's output must not be a model output nor read by any other
+    node (``uses`` counts both).
+    """
+    readers = {}
+    for node in plan:
+        if len(node.call_args) == 1 and not node.call_kwargs and isinstance(node.call_args[0], KerasTensor):
+            readers.setdefault(id(node.call_args[0]), []).append(node)
+    pairs = {}
+    for node in plan:
+        layer = node.outbound_layer
+        if (not hasattr(layer, "fuses_max_pool") or len(node.call_args) != 1 or node.call_kwargs
+                or not isinstance(node.call_args[0], KerasTensor) or len(node.output_tensors) != 1
+                or tree.is_nested(node.outputs)):
+            continue
+        out = node.output_tensors[0]
+        consumers = readers.get(id(out), [])
+        if uses.get(id(out)) == 1 and len(consumers) == 1 and len(consumers[0].output_tensors) == 1 \
+                and layer.fuses_max_pool(consumers[0].outbound_layer):
+            pairs[id(node)] = consumers[0]
+    return pairs
 
 
 def _check_keras_tensors(what, structure):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from kgraph import activations, initializers, ops, regularizers
-from kgraph.input_spec import InputSpec
+from kgraph.input_spec import InputSpec, assert_input_compatibility
 from kgraph.layer import Layer
 from kgraph.ops.windows import conv_output_length, conv_pads, normalize_tuple, transpose_crop
 
@@ -124,6 +124,31 @@ class BaseConv(Layer):
         out = ops.conv(inputs, self.kernel, self.strides, self.padding, dilation_rate=self.dilation_rate,
                        bias=self.bias, relu=fused)
         return out if fused else self.activation(out)
+
+    def fuses_max_pool(self, pool):
+        """Whether ``pool(self(x))`` can run as one ``ops.conv_max_pool``.
+
+        It can for a relu or no activation followed by max pooling over
+        adjacent, non-overlapping windows with "valid" padding.
+        """
+        from kgraph.layers.pooling import BasePooling
+        return (type(self).call is BaseConv.call and isinstance(pool, BasePooling)
+                and type(pool).call is BasePooling.call and type(pool).pool_function is ops.max_pool
+                and pool.rank == self.rank and pool.strides == pool.pool_size and pool.padding == "valid"
+                and self.activation in (activations.relu, activations.linear)
+                and pool.compute_dtype == self.compute_dtype)
+
+    def call_with_max_pool(self, inputs, pool):
+        """``pool(self(inputs))`` as one op, for a ``pool`` that ``fuses_max_pool`` accepts.
+
+        Functional models call this when a max pooling is the only reader of
+        this layer's output: the convolution's output is never materialized
+        in full (see ``kgraph.ops.conv_pool``).
+        """
+        assert_input_compatibility(self.input_spec, inputs, self.name)
+        x = self._convert_input(inputs)
+        return ops.conv_max_pool(x, self.kernel, self.strides, self.padding, dilation_rate=self.dilation_rate,
+                                 bias=self.bias, relu=self.activation is activations.relu, pool_size=pool.pool_size)
 
     def compute_output_shape(self, input_shape):
         input_channels(self, input_shape, self.rank)

@@ -5,6 +5,8 @@ ndarray, and is recorded by an active ``kgraph.autodiff.GradientTape``.
 """
 from kgraph.ops.conv import *  # noqa: F401,F403
 from kgraph.ops.conv import __all__ as _conv_all
+from kgraph.ops.conv_pool import *  # noqa: F401,F403
+from kgraph.ops.conv_pool import __all__ as _conv_pool_all
 from kgraph.ops.math import *  # noqa: F401,F403
 from kgraph.ops.math import __all__ as _math_all
 from kgraph.ops.nn import *  # noqa: F401,F403
@@ -20,5 +22,5 @@ from kgraph.ops.reductions import __all__ as _reductions_all
 from kgraph.ops.shape import *  # noqa: F401,F403
 from kgraph.ops.shape import __all__ as _shape_all
 
-__all__ = sorted(_conv_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
+__all__ = sorted(_conv_all + _conv_pool_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
                  + _reductions_all + _shape_all)

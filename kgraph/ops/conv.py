@@ -82,6 +82,32 @@ class _Kernel:
         return grad.reshape(self.groups, self.taps, self.cin, self.fg).transpose(1, 2, 0, 3).reshape(self.shape)
 
 
+def shared_vjp(backward, g, has_bias):
+    """The ``(d_x, d_kernel, d_bias)`` thunks of a convolution-like op.
+
+    ``backward(g, grads, with_x)`` fills ``grads`` with "kernel", "bias" and,
+    when ``with_x``, "x" in one pass. The tape asks for d_x first (when it
+    needs it): one pass then serves all three.
+    """
+    grads = {}
+
+    def d_x():
+        backward(g, grads, True)
+        return grads.pop("x")
+
+    def d_kernel():
+        if "kernel" not in grads:
+            backward(g, grads, False)
+        return grads["kernel"]
+
+    def d_bias():
+        if "kernel" not in grads:
+            backward(g, grads, False)
+        return grads["bias"]
+
+    return d_x, d_kernel, d_bias if has_bias else None
+
+
 @primitive(num_inputs=3)
 def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
     x = np.asarray(x)
@@ -175,27 +201,7 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
         if with_x:
             grads["x"] = unpad(dxp, pads, spatial)
 
-    def vjp(g):
-        grads = {}
-
-        # The tape asks for d_x first (when it needs it): one pass over the blocks then serves all three.
-        def d_x():
-            backward(g, grads, True)
-            return grads.pop("x")
-
-        def d_kernel():
-            if "kernel" not in grads:
-                backward(g, grads, False)
-            return grads["kernel"]
-
-        def d_bias():
-            if "kernel" not in grads:
-                backward(g, grads, False)
-            return grads["bias"]
-
-        return d_x, d_kernel, None if bias is None else d_bias
-
-    return out.reshape((n,) + out_spatial + (mat.filters,)), vjp
+    return out.reshape((n,) + out_spatial + (mat.filters,)), lambda g: shared_vjp(backward, g, bias is not None)
 
 
 @primitive(num_inputs=3)

@@ -93,11 +93,20 @@ class WinogradConv2D:
         gk = (self.g @ k).reshape(_IN, 3, -1)
         self.u = np.matmul(self.g, gk).reshape(_IN * _IN, self.channels, self.filters)
 
+    def forward_tiles(self):
+        """The output as tiles ``(4, 4, n, th, tw, filters)``.
+
+        Element ``[p, q, n, i, j]`` is output cell ``(4i + p, 4j + q)`` of image ``n``; the last tiles
+        include cells past the output's end.
+        """
+        th, tw = self.tiles
+        m = np.matmul(self.v, self.u).reshape(_IN, _IN, -1)
+        return _two_axes(self.at, m, _IN).reshape(TILE, TILE, self.n, th, tw, self.filters)
+
     def forward(self, out):
         """Write the convolution into ``out (n, oh, ow, filters)``."""
         th, tw = self.tiles
-        m = np.matmul(self.v, self.u).reshape(_IN, _IN, -1)
-        y = _two_axes(self.at, m, _IN).reshape(TILE, TILE, self.n, th, tw, self.filters)
+        y = self.forward_tiles()
         oh, ow = self.out_spatial
         if (oh, ow) == (TILE * th, TILE * tw):
             out.reshape(self.n, th, TILE, tw, TILE, self.filters).transpose(2, 4, 0, 1, 3, 5)[...] = y
@@ -128,6 +137,11 @@ class WinogradConv2D:
         g6 = np.ascontiguousarray(
             np.asarray(g, dtype=self.dtype).reshape(self.n, th, TILE, tw, TILE, self.filters).transpose(2, 4, 0, 1,
                                                                                                        3, 5))
+        return self.tile_gradients(g6, with_x)
+
+    def tile_gradients(self, g6, with_x):
+        """``gradients`` for a cotangent laid out as ``forward_tiles``'s output (zero past the output's end)."""
+        th, tw = self.tiles
         dm = _two_axes(self.at.T, g6, TILE).reshape(_IN * _IN, -1, self.filters)
         du = np.matmul(self.v.transpose(0, 2, 1), dm).reshape(_IN, _IN * self.channels * self.filters)
         gdu = (self.g.T @ du).reshape(3, _IN, -1)

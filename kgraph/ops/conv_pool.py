@@ -1,0 +1,274 @@
+"""A convolution followed by max pooling over non-overlapping windows, as one primitive.
+
+In a CNN a convolution's output is usually read by one max pooling and
+nothing else, and the pooling keeps one cell of each window. Computed as one
+op, the convolution writes its output grouped by pooling tap (every window's
+first cell, then every window's second cell, ...), so the pooling is a
+running maximum over a few large contiguous slabs rather than strided passes
+over the whole activation. The bias and a relu commute with the maximum (they
+are the same non-decreasing function on every cell of a channel), so they run
+on the pooled output, a fraction of the size, and convolution cells that no
+window reads (the tail a "valid" pooling drops) are never computed.
+
+The values are the two ops' values (the maximum of ``conv + bias`` is the
+maximum of ``conv``, plus ``bias``, exactly in floating point); the gradient
+goes to the first maximum of each window in row-major order, as in
+``max_pool``. Ties are broken before the bias is added, so two cells that
+differ only below the rounding of ``+ bias`` are not a tie here.
+"""
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from kgraph.autodiff import primitive
+from kgraph.ops import winograd
+from kgraph.ops.conv import _check_ranks, _image_blocks, _Kernel, shared_vjp
+from kgraph.ops.windows import (check_data_format, conv_output_length, conv_pads, normalize_tuple, pad, scratch,
+                                unpad)
+
+__all__ = ["conv_max_pool"]
+
+
+def _running_max(slabs):
+    """The maximum of equally shaped ``slabs``, and per later slab where it beat the maximum of those before."""
+    best, beats = slabs[0], []
+    for i, slab in enumerate(slabs[1:]):
+        beats.append(np.greater(slab, best))
+        best = np.maximum(best, slab, out=None if i == 0 else best)
+    return (best.copy() if len(slabs) == 1 else best), beats
+
+
+def _route(g, beats, shares):
+    """Write into ``shares[t]`` the part of ``g`` whose window maximum slab ``t`` held (``_running_max``'s winner).
+
+    The last slab that beat the running maximum holds it: walk the slabs
+    backwards, each taking what it won and leaving the rest to earlier ones.
+    """
+    rest = g
+    for t in range(len(shares) - 1, 0, -1):
+        np.multiply(rest, beats[t - 1], out=shares[t])
+        rest = np.subtract(rest, shares[t], out=shares[0] if t == 1 else None)
+    if len(shares) == 1:
+        shares[0][...] = rest
+
+
+class _Im2col:
+    """The convolution as one product of a tap-major window matrix with the kernel.
+
+    Row ``(t, n, p)`` of the window matrix is the window of output cell
+    ``p * pool + t`` of image ``n`` (``t`` a pooling tap, ``p`` a pooled
+    cell), so the product's rows come out grouped by pooling tap.
+    """
+
+    def __init__(self, xp, mat, kernel_size, strides, dilation, pool, pooled):
+        self.xp, self.mat = xp, mat
+        self.kernel_size, self.strides, self.dilation = kernel_size, strides, dilation
+        self.pool, self.pooled = pool, pooled
+        self.taps = int(np.prod(pool))
+        self.cells = int(np.prod(pooled))
+        self.channels = xp.shape[-1]
+        # A single input channel: gather one kernel tap at a time into a (taps, rows) matrix (whole rows per
+        # copy) and hand BLAS its transpose.
+        self.transposed = self.channels == 1 and mat.groups == 1
+
+    def bytes_per_image(self, itemsize):
+        rows = self.taps * self.cells
+        return rows * (self.mat.taps * self.channels + self.mat.filters) * itemsize
+
+    def _view(self, a, i0, i1, kernel_axes):
+        """Strided view ``(*pool, n, *pooled, [*kernel_size,] C)`` of the cells of ``a[i0:i1]`` each row reads."""
+        r = len(self.pool)
+        st = a.strides
+        shape = self.pool + (i1 - i0,) + self.pooled
+        steps = (tuple(st[1 + i] * self.strides[i] for i in range(r)) + (st[0],)
+                 + tuple(st[1 + i] * self.strides[i] * self.pool[i] for i in range(r)))
+        if kernel_axes:
+            shape += self.kernel_size
+            steps += tuple(st[1 + i] * self.dilation[i] for i in range(r))
+        return as_strided(a[i0:i1], shape=shape + (a.shape[-1],), strides=steps + (st[-1],))
+
+    def _tap_view(self, a, i0, i1, taps):
+        """The view ``(*pool, n, *pooled, C)`` of the cells of ``a[i0:i1]`` that kernel tap ``taps`` reads."""
+        start = (slice(None),) + tuple(slice(t * d, None) for t, d in zip(taps, self.dilation))
+        return self._view(a[start], i0, i1, False)
+
+    def columns(self, i0, i1):
+        rows = (i1 - i0) * self.taps * self.cells
+        width = self.mat.taps * self.channels
+        if self.transposed:
+            buf = np.empty((self.mat.taps, rows), dtype=self.xp.dtype)
+            view = self._view(self.xp, i0, i1, True)[..., 0]
+            r = len(self.pool)
+            order = tuple(range(2 * r + 1, 3 * r + 1)) + tuple(range(2 * r + 1))
+            np.copyto(buf.reshape(self.kernel_size + view.shape[:2 * r + 1]), view.transpose(order))
+            return buf.T
+        cols = np.empty((rows, width), dtype=self.xp.dtype)
+        view = self._view(self.xp, i0, i1, True)
+        np.copyto(cols.reshape(view.shape), view)
+        return cols
+
+    def forward(self, i0, i1):
+        """``(slabs, state)``: the block's convolution cells, one ``(n * cells, filters)`` slab per pooling tap."""
+        cols = self.columns(i0, i1)
+        y = np.empty((cols.shape[0], self.mat.filters), dtype=cols.dtype)
+        self.mat.apply(cols, y)
+        y = y.reshape(self.taps, -1, self.mat.filters)
+        return list(y), cols
+
+    def pooled_block(self, best, i0, i1):
+        return best.reshape((i1 - i0,) + self.pooled + (self.mat.filters,))
+
+    def backward(self, cols, i0, i1, g, beats, dxp):
+        """The kernel-matrix gradient of the block; adds the input gradient into ``dxp`` when given."""
+        if cols is None:
+            cols = self.columns(i0, i1)
+        size = cols.shape[0] * self.mat.filters
+        gy = scratch("pooled_conv_grad", size, g.dtype).reshape(self.taps, -1, self.mat.filters)
+        _route(g.reshape(-1, self.mat.filters), beats, list(gy))
+        gy = gy.reshape(-1, self.mat.filters)
+        d_matrix = self.mat.weight_grad(cols, gy)
+        if dxp is not None:
+            dcols = np.empty((cols.shape[0], self.mat.taps * self.channels), dtype=g.dtype)
+            self.mat.window_grad(gy, dcols)
+            dcols = dcols.reshape(self.pool + (i1 - i0,) + self.pooled + self.kernel_size + (self.channels,))
+            lead = (slice(None),) * (2 * len(self.pool) + 1)
+            for taps in np.ndindex(*self.kernel_size):
+                self._tap_view(dxp, i0, i1, taps)[...] += dcols[lead + taps]
+        return d_matrix
+
+
+class _Winograd:
+    """The convolution as Winograd F(4x4, 3x3) tiles; pooling windows (sides dividing 4) lie inside a tile.
+
+    ``forward_tiles`` gives cell ``(4i + p, 4j + q)`` at ``[p, q, n, i, j]``:
+    with ``p = a * ph + dp`` the slab of pooling tap ``(dp, dq)`` is
+    ``[a, dp, b, dq]`` over every ``a, b``, contiguous along ``(n, i, j, filters)``.
+    """
+
+    def __init__(self, xp, kernel, dtype, pool, pooled):
+        self.xp, self.kernel, self.dtype = xp, kernel, dtype
+        self.pool, self.pooled = pool, pooled
+        self.per_tile = tuple(winograd.TILE // p for p in pool)
+        self.filters = kernel.shape[-1]
+
+    def bytes_per_image(self, itemsize):
+        out = tuple(n - 2 for n in self.xp.shape[1:3])
+        tiles = int(np.prod([-(-o // winograd.TILE) for o in out]))
+        return winograd.bytes_per_image(out, self.xp.shape[-1], self.dtype) + 16 * tiles * self.filters * itemsize
+
+    def _slabs(self, tiles):
+        (a, b), (ph, pw) = self.per_tile, self.pool
+        t = tiles.reshape(a, ph, b, pw, -1)
+        return [t[:, dp, :, dq] for dp in range(ph) for dq in range(pw)]
+
+    def forward(self, i0, i1):
+        conv = winograd.WinogradConv2D(self.xp[i0:i1], self.kernel, self.dtype)
+        return self._slabs(conv.forward_tiles()), conv
+
+    def pooled_block(self, best, i0, i1):
+        (a, b), (rows, cols) = self.per_tile, self.pooled
+        n = i1 - i0
+        th, tw = (-(-(s - 2) // winograd.TILE) for s in self.xp.shape[1:3])
+        grid = best.reshape(a, b, n, th, tw, self.filters).transpose(2, 3, 0, 4, 1, 5)
+        return grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols]
+
+    def backward(self, conv, i0, i1, g, beats, dxp):
+        if conv is None:
+            conv = winograd.WinogradConv2D(self.xp[i0:i1], self.kernel, self.dtype)
+        (a, b), (rows, cols) = self.per_tile, self.pooled
+        th, tw = conv.tiles
+        n = i1 - i0
+        # The pooled cotangent in the slabs' layout, zero for pooled cells past the output's end.
+        grid = np.zeros((n, th, a, tw, b, self.filters), dtype=self.dtype)
+        grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols] = g
+        g_slab = np.ascontiguousarray(grid.transpose(2, 4, 0, 1, 3, 5)).reshape(a, b, -1)
+        g6 = np.empty((winograd.TILE, winograd.TILE, n, th, tw, self.filters), dtype=self.dtype)
+        _route(g_slab, beats, self._slabs(g6))
+        d_kernel, d_xp = conv.tile_gradients(g6, dxp is not None)
+        if dxp is not None:
+            dxp[i0:i1, :d_xp.shape[1], :d_xp.shape[2]] += d_xp
+        return d_kernel.reshape(-1, self.filters)
+
+
+@primitive(num_inputs=3)
+def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
+    x = np.asarray(x)
+    r = x.ndim - 2
+    kernel_size = tuple(kernel.shape[:r])
+    spatial = x.shape[1:1 + r]
+    conv_out = tuple(conv_output_length(n, k, s, d, p)
+                     for n, k, s, d, p in zip(spatial, kernel_size, strides, dilation, pads))
+    pooled = tuple(o // p for o, p in zip(conv_out, pool))
+    if any(p < 1 for p in pooled):
+        raise ValueError(f"conv_max_pool: the convolution output {conv_out} (input spatial shape {spatial}, "
+                         f"kernel {kernel_size}) is smaller than the pooling window {pool}.")
+    n, channels = x.shape[0], x.shape[-1]
+    mat = _Kernel(kernel, channels // kernel.shape[-2])
+    dtype = np.result_type(x.dtype, kernel.dtype)
+    xp_full = pad(x, pads)
+    # Only the input cells that the pooled convolution cells read.
+    reach = tuple((p * k - 1) * s + (w - 1) * d + 1
+                  for p, k, s, w, d in zip(pooled, pool, strides, kernel_size, dilation))
+    xp = xp_full[(slice(None),) + tuple(slice(0, e) for e in reach)]
+    needed = tuple(p * k for p, k in zip(pooled, pool))
+    if (r == 2 and all(winograd.TILE % p == 0 for p in pool)
+            and winograd.applicable(kernel_size, strides, dilation, mat.groups, channels, mat.filters, needed,
+                                    dtype)):
+        path = _Winograd(xp, kernel, dtype, pool, pooled)
+    else:
+        path = _Im2col(xp, mat, kernel_size, strides, dilation, pool, pooled)
+    blocks = _image_blocks(n, path.bytes_per_image(dtype.itemsize))
+    out = np.empty((n,) + pooled + (mat.filters,), dtype=dtype)
+    states, beats = [], []
+    for i0, i1 in blocks:
+        slabs, state = path.forward(i0, i1)
+        best, won = _running_max(slabs)
+        out[i0:i1] = path.pooled_block(best, i0, i1)
+        beats.append(won)
+        # One block keeps what its VJP needs; several rebuild it block by block, so memory stays bounded.
+        states.append(state if len(blocks) == 1 else None)
+        del slabs, best, state
+    if bias is not None:
+        out += bias
+    if relu:
+        np.maximum(out, 0, out=out)
+
+    def backward(g, grads, with_x):
+        g = np.asarray(g, dtype=dtype)
+        if relu:
+            g = g * (out > 0)
+        g2 = g.reshape(-1, mat.filters)
+        grads["bias"] = np.ones(g2.shape[0], dtype=dtype) @ g2 if bias is not None else None
+        dxp = np.zeros(xp_full.shape, dtype=dtype) if with_x else None
+        d_matrix = None
+        for (i0, i1), state, won in zip(blocks, states, beats):
+            part = path.backward(state, i0, i1, g[i0:i1], won, dxp)
+            d_matrix = part if d_matrix is None else d_matrix + part
+        grads["kernel"] = mat.unmatrix(d_matrix)
+        if with_x:
+            grads["x"] = unpad(dxp, pads, spatial)
+
+    return out, lambda g: shared_vjp(backward, g, bias is not None)
+
+
+def conv_max_pool(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1, bias=None,
+                  relu=False, pool_size=2):
+    """``max_pool(conv(...), pool_size)`` with pooling strides equal to ``pool_size`` and "valid" padding.
+
+    Takes ``conv``'s arguments (``bias`` and ``relu`` included) and gives its
+    result pooled by ``max_pool(..., pool_size, strides=pool_size,
+    padding="valid")``, in one op (see the module docstring).
+    """
+    check_data_format(data_format)
+    r = _check_ranks(inputs, kernel, "conv_max_pool")
+    x_shape, k_shape = np.shape(inputs), np.shape(kernel)
+    channels, cin_g, filters = x_shape[-1], k_shape[-2], k_shape[-1]
+    if channels % cin_g or filters % (channels // cin_g):
+        raise ValueError(f"conv_max_pool expects the input channels to be a multiple of kernel.shape[-2] and the "
+                         f"filters a multiple of the number of groups. Received: inputs.shape={x_shape}, "
+                         f"kernel.shape={k_shape}")
+    strides = normalize_tuple(strides, r, "strides")
+    dilation = normalize_tuple(dilation_rate, r, "dilation_rate")
+    pool = normalize_tuple(pool_size, r, "pool_size")
+    pads = conv_pads(x_shape[1:-1], k_shape[:r], strides, padding, dilation)
+    return _conv_max_pool(inputs, kernel, bias, strides=strides, pads=pads, dilation=dilation, pool=pool,
+                          relu=bool(relu))

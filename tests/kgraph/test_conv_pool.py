@@ -1,0 +1,193 @@
+"""Convolution + max pooling as one op, and Functional models running Conv -> MaxPooling pairs through it."""
+import importlib
+
+import numpy as np
+import pytest
+
+import kgraph
+from kgraph import layers, ops
+from tests.gradcheck import check_gradients
+
+conv_module = importlib.import_module("kgraph.ops.conv")
+winograd = importlib.import_module("kgraph.ops.winograd")
+
+# (input shape, kernel shape, strides, padding, dilation, pool size, relu); the Winograd path is taken by the
+# 3x3 stride-1 cases with >= 16 channels and filters and pools dividing 4.
+CASES = [
+    ((2, 28, 28, 1), (3, 3, 1, 8), 1, "valid", 1, 2, True),
+    ((3, 13, 13, 16), (3, 3, 16, 16), 1, "valid", 1, 2, True),
+    ((2, 13, 13, 16), (3, 3, 16, 16), 1, "same", 1, 2, False),
+    ((2, 12, 11, 16), (3, 3, 16, 20), 1, "valid", 1, (2, 4), True),
+    ((2, 15, 14, 3), (3, 2, 3, 5), 2, "same", 1, 3, True),
+    ((2, 15, 14, 4), (3, 3, 2, 6), 1, "valid", 2, 2, True),
+    ((2, 20, 5), (3, 5, 7), 1, "valid", 1, 2, True),
+    ((2, 21, 5), (4, 5, 7), 2, "same", 1, 3, False),
+]
+
+
+def pair(x, kernel, bias, strides, padding, dilation, pool, relu):
+    """The two ops the fused one stands for."""
+    conv = ops.conv(x, kernel, strides, padding, dilation_rate=dilation, bias=bias, relu=relu)
+    return ops.max_pool(conv, pool, pool, "valid")
+
+
+def fused(x, kernel, bias, strides, padding, dilation, pool, relu):
+    return ops.conv_max_pool(x, kernel, strides, padding, dilation_rate=dilation, bias=bias, relu=relu,
+                             pool_size=pool)
+
+
+def values_and_gradients(fn, arrays, cotangent_seed=7):
+    with kgraph.GradientTape() as tape:
+        for a in arrays:
+            if a is not None:
+                tape.watch(a)
+        out = fn(*arrays)
+    cotangent = np.random.default_rng(cotangent_seed).standard_normal(out.shape).astype(out.dtype)
+    sources = [a for a in arrays if a is not None]
+    return out, tape.gradient(out, sources, output_gradients=cotangent)
+
+
+def case_arrays(case, dtype, with_bias, seed=0):
+    x_shape, k_shape = case[:2]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    kernel = (rng.standard_normal(k_shape) * 0.3).astype(dtype)
+    bias = (rng.standard_normal(k_shape[-1]) * 0.1).astype(dtype) if with_bias else None
+    return x, kernel, bias
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_fused_op_matches_conv_then_max_pool(case, with_bias):
+    x, kernel, bias = case_arrays(case, "float64", with_bias)
+    args = case[2:]
+    got, got_grads = values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias])
+    want, want_grads = values_and_gradients(lambda *a: pair(*a, *args), [x, kernel, bias])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[4], CASES[6]])
+def test_fused_op_float32_stays_close(case):
+    x, kernel, bias = case_arrays(case, "float32", True)
+    args = case[2:]
+    got = values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias])
+    want = values_and_gradients(lambda *a: pair(*a, *args), [x, kernel, bias])
+    for g, w in zip([got[0]] + list(got[1]), [want[0]] + list(want[1])):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, w, atol=2e-5 * np.abs(w).max())
+
+
+@pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[4], CASES[7]])
+def test_fused_op_gradients_match_finite_differences(case):
+    x, kernel, bias = case_arrays(case, "float64", True)
+    args = case[2:]
+    check_gradients(lambda a: fused(a[0], a[1], a[2], *args), [x[:1], kernel, bias])
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[1]])
+def test_several_image_blocks_give_the_same_values_and_gradients(case, monkeypatch):
+    x, kernel, bias = case_arrays(case, "float64", True)
+    args = case[2:]
+    one = values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias])
+    monkeypatch.setattr(conv_module, "_BLOCK_BYTES", 1)
+    blocks = values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias])
+    for g, w in zip([blocks[0]] + list(blocks[1]), [one[0]] + list(one[1])):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("channels", [1, 16])
+def test_ties_go_to_the_first_maximum_in_row_major_order(channels):
+    # A constant input makes every cell of a window equal: max_pool's rule sends each window's gradient to
+    # its first cell, and so must the fused op (im2col and Winograd paths).
+    x = np.ones((2, 14, 14, channels))
+    kernel = np.full((3, 3, channels, 16), 0.25)
+    bias = np.zeros(16)
+    got = values_and_gradients(lambda *a: fused(*a, 1, "valid", 1, 2, False), [x, kernel, bias])
+    want = values_and_gradients(lambda *a: pair(*a, 1, "valid", 1, 2, False), [x, kernel, bias])
+    for g, w in zip([got[0]] + list(got[1]), [want[0]] + list(want[1])):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_pool_larger_than_the_convolution_output_is_an_error():
+    with pytest.raises(ValueError, match="smaller than the pooling window"):
+        ops.conv_max_pool(np.ones((1, 4, 4, 1)), np.ones((3, 3, 1, 2)), pool_size=3)
+
+
+def small_cnn(activation="relu", pool_strides=None):
+    inputs = kgraph.Input(shape=(12, 12, 2))
+    h = layers.Conv2D(16, 3, activation=activation, name="conv_a")(inputs)
+    h = layers.MaxPooling2D(2, strides=pool_strides, name="pool_a")(h)
+    h = layers.Conv2D(16, 3, activation="relu", padding="same", name="conv_b")(h)
+    h = layers.MaxPooling2D(2, name="pool_b")(h)
+    outputs = layers.Dense(3)(layers.Flatten()(h))
+    return kgraph.Model(inputs, outputs)
+
+
+def layer_by_layer(model, x):
+    """The model's layers called one by one in eager mode (never fused)."""
+    h = x
+    for layer in model.layers[1:]:
+        h = layer(h)
+    return h
+
+
+def fused_pairs(model):
+    return sorted(node.outbound_layer.name for node in model._fusions.values())
+
+
+def test_functional_model_fuses_conv_pool_pairs_with_the_same_outputs_and_gradients():
+    kgraph.utils.set_random_seed(0)
+    model = small_cnn()
+    assert fused_pairs(model) == ["pool_a", "pool_b"]
+    x = np.random.default_rng(1).standard_normal((5, 12, 12, 2)).astype("float32")
+    np.testing.assert_allclose(model(x), layer_by_layer(model, x), rtol=1e-5, atol=1e-6)
+
+    def gradients(fn):
+        with kgraph.GradientTape() as tape:
+            loss = ops.sum(ops.square(fn(x)))
+        return tape.gradient(loss, model.trainable_weights)
+    for got, want in zip(gradients(model), gradients(lambda a: layer_by_layer(model, a))):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+def test_pairs_that_cannot_fuse_run_as_two_layers():
+    # Overlapping pooling windows, or an activation that is not relu or linear: no fusion, same results.
+    for model in (small_cnn(pool_strides=1), small_cnn(activation="tanh")):
+        assert fused_pairs(model) == ["pool_b"]
+        x = np.random.default_rng(2).standard_normal((2, 12, 12, 2)).astype("float32")
+        np.testing.assert_allclose(model(x), layer_by_layer(model, x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_convolution_output_read_elsewhere_is_not_fused():
+    inputs = kgraph.Input(shape=(10, 10, 1))
+    conv = layers.Conv2D(4, 3, activation="relu")(inputs)
+    pooled = layers.MaxPooling2D(2)(conv)
+    model = kgraph.Model(inputs, [pooled, conv])
+    assert model._fusions == {}
+    inner = layers.Conv2D(4, 3)(inputs)
+    both = layers.Concatenate()([layers.Flatten()(layers.MaxPooling2D(2)(inner)),
+                                 layers.Flatten()(layers.AveragePooling2D(2)(inner))])
+    assert kgraph.Model(inputs, both)._fusions == {}
+    x = np.random.default_rng(3).standard_normal((2, 10, 10, 1)).astype("float32")
+    got_pooled, got_conv = model(x)
+    np.testing.assert_allclose(got_conv, model.layers[1](x), rtol=1e-6)
+    np.testing.assert_allclose(got_pooled, model.layers[2](got_conv), rtol=1e-6)
+
+
+def test_fused_model_trains_saves_and_exports_like_any_other(tmp_path):
+    kgraph.utils.set_random_seed(0)
+    model = small_cnn()
+    model.compile(optimizer="adam", loss="mse")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((32, 12, 12, 2)).astype("float32")
+    y = rng.standard_normal((32, 3)).astype("float32")
+    history = model.fit(x, y, epochs=5, batch_size=8, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    path = tmp_path / "model.pkl"
+    model.save(path)
+    loaded = kgraph.models.load_model(path)
+    assert fused_pairs(loaded) == ["pool_a", "pool_b"]
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
