@@ -26,8 +26,10 @@ __all__ = ["conv", "conv_transpose", "depthwise_conv", "separable_conv"]
 _BLOCK_BYTES = 1 << 25
 
 
-def _image_blocks(n, bytes_per_image):
-    count = min(n, max(1, -(-n * bytes_per_image // _BLOCK_BYTES)))
+def _image_blocks(n, bytes_per_image, budget=None):
+    """``(start, stop)`` image ranges of about ``budget`` bytes (``_BLOCK_BYTES`` by default) each."""
+    budget = _BLOCK_BYTES if budget is None else budget
+    count = min(n, max(1, -(-n * bytes_per_image // budget)))
     edges = [i * n // count for i in range(count + 1)]
     return list(zip(edges[:-1], edges[1:]))
 

@@ -8,8 +8,7 @@ import kgraph
 from kgraph import layers, ops
 from tests.gradcheck import check_gradients
 
-conv_module = importlib.import_module("kgraph.ops.conv")
-winograd = importlib.import_module("kgraph.ops.winograd")
+conv_pool_module = importlib.import_module("kgraph.ops.conv_pool")
 
 # (input shape, kernel shape, strides, padding, dilation, pool size, relu); the Winograd path is taken by the
 # 3x3 stride-1 cases with >= 16 channels and filters and pools dividing 4.
@@ -88,11 +87,15 @@ def test_fused_op_gradients_match_finite_differences(case):
 
 
 @pytest.mark.parametrize("case", [CASES[0], CASES[1]])
-def test_several_image_blocks_give_the_same_values_and_gradients(case, monkeypatch):
+@pytest.mark.parametrize("keep_bytes", [1 << 40, 1])
+def test_several_image_blocks_give_the_same_values_and_gradients(case, keep_bytes, monkeypatch):
+    # Kept for the VJP or rebuilt there block by block: the same values and gradients as one block.
     x, kernel, bias = case_arrays(case, "float64", True)
     args = case[2:]
+    monkeypatch.setattr(conv_pool_module, "_BLOCK_BYTES", 1 << 40)
     one = values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias])
-    monkeypatch.setattr(conv_module, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(conv_pool_module, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(conv_pool_module, "_KEEP_BYTES", keep_bytes)
     blocks = values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias])
     for g, w in zip([blocks[0]] + list(blocks[1]), [one[0]] + list(one[1])):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
