@@ -129,7 +129,8 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
     window_cells = per_image * mat.taps * channels
     wino = winograd.applicable(kernel_size, strides, dilation, groups, channels, mat.filters, out_spatial, dtype)
     if wino:
-        blocks = _image_blocks(n, winograd.bytes_per_image(out_spatial, channels, dtype))
+        tile = winograd.choose_tile(out_spatial)
+        blocks = _image_blocks(n, winograd.bytes_per_image(out_spatial, channels, dtype, tile))
     else:
         blocks = _image_blocks(n, window_cells * dtype.itemsize)
     out = np.empty((n * per_image, mat.filters), dtype=dtype)
@@ -152,7 +153,7 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
         i0, i1 = block
         rows = out[i0 * per_image:i1 * per_image]
         if wino:
-            conv = winograd.WinogradConv2D(xp[i0:i1], kernel, dtype)
+            conv = winograd.WinogradConv2D(xp[i0:i1], kernel, dtype, tile)
             conv.forward(rows.reshape((i1 - i0,) + out_spatial + (mat.filters,)))
             if len(blocks) == 1:
                 tiles[block] = conv
@@ -183,7 +184,7 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
             # The bias gradient as a matrix-vector product: a column sum in BLAS rather than a strided reduction.
             bias_grad = np.ones(gb.shape[0], dtype=dtype) @ gb if bias is not None else None
             if wino:
-                conv = tiles.get(block) or winograd.WinogradConv2D(xp[i0:i1], kernel, dtype)
+                conv = tiles.get(block) or winograd.WinogradConv2D(xp[i0:i1], kernel, dtype, tile)
                 d_kernel, d_block = conv.gradients(gb.reshape((i1 - i0,) + out_spatial + (mat.filters,)), with_x)
                 if with_x:
                     dxp[i0:i1] = d_block

@@ -30,6 +30,8 @@ __all__ = ["conv_max_pool"]
 # Images per block: about this many bytes of a path's intermediates, so that a block's passes over them
 # run in cache rather than memory (measured: 25 % faster than whole-batch blocks on a 128-image CNN batch).
 _BLOCK_BYTES = 1 << 22
+# Fewest Winograd tiles per block (the rows of its transformed-domain products).
+_MIN_TILES = 256
 # What the forward pass may keep for the VJP (window matrices, Winograd tiles); above it each block's are
 # rebuilt in the VJP, so memory stays bounded by one block.
 _KEEP_BYTES = 1 << 25
@@ -76,6 +78,8 @@ class _Im2col:
         # A single input channel: gather one kernel tap at a time into a (taps, rows) matrix (whole rows per
         # copy) and hand BLAS its transpose.
         self.transposed = self.channels == 1 and mat.groups == 1
+
+    min_images = 1
 
     def bytes_per_image(self, itemsize):
         rows = self.taps * self.cells
@@ -144,53 +148,58 @@ class _Im2col:
 
 
 class _Winograd:
-    """The convolution as Winograd F(4x4, 3x3) tiles; pooling windows (sides dividing 4) lie inside a tile.
+    """The convolution as Winograd tiles whose sides the pooling window's sides divide.
 
-    ``forward_tiles`` gives cell ``(4i + p, 4j + q)`` at ``[p, q, n, i, j]``:
-    with ``p = a * ph + dp`` the slab of pooling tap ``(dp, dq)`` is
-    ``[a, dp, b, dq]`` over every ``a, b``, contiguous along ``(n, i, j, filters)``.
+    ``forward_tiles`` gives cell ``(m * i + p, m * j + q)`` at ``[p, q, n, i, j]``
+    (``m`` the tile side): with ``p = a * ph + dp`` the slab of pooling tap
+    ``(dp, dq)`` is ``[a, dp, b, dq]`` over every ``a, b``, contiguous along
+    ``(n, i, j, filters)``.
     """
 
-    def __init__(self, xp, kernel, dtype, pool, pooled):
+    def __init__(self, xp, kernel, dtype, pool, pooled, tile):
         self.xp, self.kernel, self.dtype = xp, kernel, dtype
-        self.pool, self.pooled = pool, pooled
-        self.per_tile = tuple(winograd.TILE // p for p in pool)
+        self.pool, self.pooled, self.tile = pool, pooled, tile
+        self.per_tile = tuple(tile // p for p in pool)
         self.filters = kernel.shape[-1]
+        self.tiles = tuple(-(-(s - 2) // tile) for s in xp.shape[1:3])
+        # Blocks of at least _MIN_TILES tiles: thinner transformed-domain products lose half their speed.
+        self.min_images = -(-_MIN_TILES // int(np.prod(self.tiles)))
 
     def bytes_per_image(self, itemsize):
         out = tuple(n - 2 for n in self.xp.shape[1:3])
-        tiles = int(np.prod([-(-o // winograd.TILE) for o in out]))
-        return winograd.bytes_per_image(out, self.xp.shape[-1], self.dtype) + 16 * tiles * self.filters * itemsize
+        outputs = int(np.prod(self.tiles)) * self.tile ** 2 * self.filters * itemsize
+        return winograd.bytes_per_image(out, self.xp.shape[-1], self.dtype, self.tile) + outputs
 
     def _slabs(self, tiles):
         (a, b), (ph, pw) = self.per_tile, self.pool
         t = tiles.reshape(a, ph, b, pw, -1)
         return [t[:, dp, :, dq] for dp in range(ph) for dq in range(pw)]
 
+    def _conv(self, i0, i1):
+        return winograd.WinogradConv2D(self.xp[i0:i1], self.kernel, self.dtype, self.tile)
+
     def forward(self, i0, i1):
-        conv = winograd.WinogradConv2D(self.xp[i0:i1], self.kernel, self.dtype)
+        conv = self._conv(i0, i1)
         return self._slabs(conv.forward_tiles()), conv
 
     def pooled_block(self, best, i0, i1):
-        (a, b), (rows, cols) = self.per_tile, self.pooled
+        (a, b), (rows, cols), (th, tw) = self.per_tile, self.pooled, self.tiles
         n = i1 - i0
-        th, tw = (-(-(s - 2) // winograd.TILE) for s in self.xp.shape[1:3])
         grid = best.reshape(a, b, n, th, tw, self.filters).transpose(2, 3, 0, 4, 1, 5)
         return grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols]
 
     def backward(self, conv, i0, i1, g, beats, dxp):
         if conv is None:
-            conv = winograd.WinogradConv2D(self.xp[i0:i1], self.kernel, self.dtype)
-        (a, b), (rows, cols) = self.per_tile, self.pooled
-        th, tw = conv.tiles
+            conv = self._conv(i0, i1)
+        (a, b), (rows, cols), (th, tw) = self.per_tile, self.pooled, self.tiles
         n = i1 - i0
         # The pooled cotangent in the slabs' layout, zero for pooled cells past the output's end.
         grid = np.zeros((n, th, a, tw, b, self.filters), dtype=self.dtype)
         grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols] = g
         g_slab = np.ascontiguousarray(grid.transpose(2, 4, 0, 1, 3, 5)).reshape(a, b, -1)
-        g6 = np.empty((winograd.TILE, winograd.TILE, n, th, tw, self.filters), dtype=self.dtype)
-        _route(g_slab, beats, self._slabs(g6))
-        d_kernel, d_xp = conv.tile_gradients(g6, dxp is not None)
+        g_tiles = np.empty((self.tile, self.tile, n, th, tw, self.filters), dtype=self.dtype)
+        _route(g_slab, beats, self._slabs(g_tiles))
+        d_kernel, d_xp = conv.tile_gradients(g_tiles, dxp is not None)
         if dxp is not None:
             dxp[i0:i1, :d_xp.shape[1], :d_xp.shape[2]] += d_xp
         return d_kernel.reshape(-1, self.filters)
@@ -217,14 +226,15 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
                   for p, k, s, w, d in zip(pooled, pool, strides, kernel_size, dilation))
     xp = xp_full[(slice(None),) + tuple(slice(0, e) for e in reach)]
     needed = tuple(p * k for p, k in zip(pooled, pool))
-    if (r == 2 and all(winograd.TILE % p == 0 for p in pool)
+    tiles = [t for t in winograd.TILES if all(t % p == 0 for p in pool)]
+    if (r == 2 and tiles
             and winograd.applicable(kernel_size, strides, dilation, mat.groups, channels, mat.filters, needed,
                                     dtype)):
-        path = _Winograd(xp, kernel, dtype, pool, pooled)
+        path = _Winograd(xp, kernel, dtype, pool, pooled, winograd.choose_tile(needed, tiles))
     else:
         path = _Im2col(xp, mat, kernel_size, strides, dilation, pool, pooled)
     per_image = path.bytes_per_image(dtype.itemsize)
-    blocks = _image_blocks(n, per_image, _BLOCK_BYTES)
+    blocks = _image_blocks(n, per_image, max(_BLOCK_BYTES, path.min_images * per_image))
     keep = n * per_image <= _KEEP_BYTES
     out = np.empty((n,) + pooled + (mat.filters,), dtype=dtype)
     states, beats = [], []

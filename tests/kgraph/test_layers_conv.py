@@ -301,9 +301,11 @@ def test_concurrent_calls_from_threads_use_separate_scratch():
                 np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("tile", [4, 6])
 @pytest.mark.parametrize("size,padding", [((8, 8), "valid"), ((13, 11), "valid"), ((9, 6), "same"), ((5, 7), "same")])
-def test_winograd_path_matches_direct_reference_and_finite_differences(float64, size, padding, monkeypatch):
+def test_winograd_path_matches_direct_reference_and_finite_differences(float64, size, padding, tile, monkeypatch):
     winograd = importlib.import_module("kgraph.ops.winograd")
+    monkeypatch.setattr(winograd, "TILES", (tile,))
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2,) + size + (16,))
     layer = layers.Conv2D(16, 3, padding=padding, activation="relu")
@@ -321,7 +323,33 @@ def test_winograd_path_matches_direct_reference_and_finite_differences(float64, 
     check_gradients(lambda xs: layer(xs[0]), [x])
 
 
-def test_winograd_float32_stays_close_to_im2col(monkeypatch):
+@pytest.mark.parametrize("tile", [4, 6])
+def test_winograd_transforms_compute_a_correlation_exactly(tile):
+    # At (m x n), G (n x 3), Bt (n x n) with sum_j At[i, j] G[j, k] Bt[j, l] = [l == i + k]: the 1-D
+    # F(m, 3) identity (the 2-D one is its square), checked in exact float64 arithmetic on small integers.
+    winograd = importlib.import_module("kgraph.ops.winograd")
+    bt, g, at = winograd._TRANSFORMS[tile]
+    n = tile + 2
+    identity = np.einsum("ij,jk,jl->ikl", at, g, bt)
+    expected = np.zeros((tile, 3, n))
+    for i, k in itertools.product(range(tile), range(3)):
+        expected[i, k, i + k] = 1
+    np.testing.assert_allclose(identity, expected, atol=1e-12)
+    d = np.arange(1.0, n + 1)
+    kern = np.array([2.0, -1.0, 3.0])
+    np.testing.assert_allclose(at @ ((g @ kern) * (bt @ d)), np.correlate(d, kern, "valid"), rtol=1e-12)
+
+
+def test_winograd_tile_choice_transforms_the_fewest_cells():
+    winograd = importlib.import_module("kgraph.ops.winograd")
+    assert winograd.choose_tile((8, 8)) == 4  # 4 tiles of 6x6 cells vs 4 of 8x8
+    assert winograd.choose_tile((10, 10)) == 6  # 9 x 36 cells vs 4 x 64
+    assert winograd.choose_tile((12, 12), sizes=(4,)) == 4
+
+
+@pytest.mark.parametrize("tile", [4, 6])
+def test_winograd_float32_stays_close_to_im2col(tile, monkeypatch):
+    monkeypatch.setattr(importlib.import_module("kgraph.ops.winograd"), "TILES", (tile,))
     rng = np.random.default_rng(6)
     x = rng.standard_normal((4, 13, 13, 32)).astype("float32")
     kernel = rng.standard_normal((3, 3, 32, 64)).astype("float32")
