@@ -148,41 +148,55 @@ class _Im2col:
 
 
 class _Winograd:
-    """The convolution as Winograd tiles whose sides the pooling window's sides divide.
+    """The convolution as Winograd tiles.
 
     ``forward_tiles`` gives cell ``(m * i + p, m * j + q)`` at ``[p, q, n, i, j]``
-    (``m`` the tile side): with ``p = a * ph + dp`` the slab of pooling tap
+    (``m`` the tile side). When the pooling window's sides divide ``m``, every
+    window lies inside a tile: with ``p = a * ph + dp`` the slab of pooling tap
     ``(dp, dq)`` is ``[a, dp, b, dq]`` over every ``a, b``, contiguous along
-    ``(n, i, j, filters)``.
+    ``(n, i, j, filters)``. Otherwise the tiles are first laid out as images
+    and the slabs are strided views of those.
     """
 
     def __init__(self, xp, kernel, dtype, pool, pooled, tile):
         self.xp, self.kernel, self.dtype = xp, kernel, dtype
         self.pool, self.pooled, self.tile = pool, pooled, tile
+        self.aligned = all(tile % p == 0 for p in pool)
         self.per_tile = tuple(tile // p for p in pool)
         self.filters = kernel.shape[-1]
-        self.tiles = tuple(-(-(s - 2) // tile) for s in xp.shape[1:3])
+        self.out = tuple(s - 2 for s in xp.shape[1:3])
+        self.tiles = tuple(-(-o // tile) for o in self.out)
         # Blocks of at least _MIN_TILES tiles: thinner transformed-domain products lose half their speed.
         self.min_images = -(-_MIN_TILES // int(np.prod(self.tiles)))
 
     def bytes_per_image(self, itemsize):
-        out = tuple(n - 2 for n in self.xp.shape[1:3])
         outputs = int(np.prod(self.tiles)) * self.tile ** 2 * self.filters * itemsize
-        return winograd.bytes_per_image(out, self.xp.shape[-1], self.dtype, self.tile) + outputs
+        return winograd.bytes_per_image(self.out, self.xp.shape[-1], self.dtype, self.tile) + outputs
 
-    def _slabs(self, tiles):
-        (a, b), (ph, pw) = self.per_tile, self.pool
-        t = tiles.reshape(a, ph, b, pw, -1)
-        return [t[:, dp, :, dq] for dp in range(ph) for dq in range(pw)]
+    def _slabs(self, a):
+        """Per pooling tap, the view of ``a`` (tiles, or ``(n, *out, filters)`` images) holding its cells."""
+        ph, pw = self.pool
+        if self.aligned:
+            (a_, b_) = self.per_tile
+            t = a.reshape(a_, ph, b_, pw, -1)
+            return [t[:, dp, :, dq] for dp in range(ph) for dq in range(pw)]
+        (rows, cols), f = self.pooled, self.filters
+        grid = a.reshape(a.shape[0], rows, ph, cols, pw, f)
+        return [grid[:, :, dp, :, dq] for dp in range(ph) for dq in range(pw)]
 
     def _conv(self, i0, i1):
         return winograd.WinogradConv2D(self.xp[i0:i1], self.kernel, self.dtype, self.tile)
 
     def forward(self, i0, i1):
         conv = self._conv(i0, i1)
-        return self._slabs(conv.forward_tiles()), conv
+        if self.aligned:
+            return self._slabs(conv.forward_tiles()), conv
+        images = conv.forward(np.empty((i1 - i0,) + self.out + (self.filters,), dtype=self.dtype))
+        return self._slabs(images), conv
 
     def pooled_block(self, best, i0, i1):
+        if not self.aligned:
+            return best
         (a, b), (rows, cols), (th, tw) = self.per_tile, self.pooled, self.tiles
         n = i1 - i0
         grid = best.reshape(a, b, n, th, tw, self.filters).transpose(2, 3, 0, 4, 1, 5)
@@ -191,15 +205,20 @@ class _Winograd:
     def backward(self, conv, i0, i1, g, beats, dxp):
         if conv is None:
             conv = self._conv(i0, i1)
-        (a, b), (rows, cols), (th, tw) = self.per_tile, self.pooled, self.tiles
         n = i1 - i0
-        # The pooled cotangent in the slabs' layout, zero for pooled cells past the output's end.
-        grid = np.zeros((n, th, a, tw, b, self.filters), dtype=self.dtype)
-        grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols] = g
-        g_slab = np.ascontiguousarray(grid.transpose(2, 4, 0, 1, 3, 5)).reshape(a, b, -1)
-        g_tiles = np.empty((self.tile, self.tile, n, th, tw, self.filters), dtype=self.dtype)
-        _route(g_slab, beats, self._slabs(g_tiles))
-        d_kernel, d_xp = conv.tile_gradients(g_tiles, dxp is not None)
+        if self.aligned:
+            (a, b), (rows, cols), (th, tw) = self.per_tile, self.pooled, self.tiles
+            # The pooled cotangent in the slabs' layout, zero for pooled cells past the output's end.
+            grid = np.zeros((n, th, a, tw, b, self.filters), dtype=self.dtype)
+            grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols] = g
+            g_slab = np.ascontiguousarray(grid.transpose(2, 4, 0, 1, 3, 5)).reshape(a, b, -1)
+            g_tiles = np.empty((self.tile, self.tile, n, th, tw, self.filters), dtype=self.dtype)
+            _route(g_slab, beats, self._slabs(g_tiles))
+            d_kernel, d_xp = conv.tile_gradients(g_tiles, dxp is not None)
+        else:
+            g_images = np.empty((n,) + self.out + (self.filters,), dtype=self.dtype)
+            _route(g, beats, self._slabs(g_images))
+            d_kernel, d_xp = conv.gradients(g_images, dxp is not None)
         if dxp is not None:
             dxp[i0:i1, :d_xp.shape[1], :d_xp.shape[2]] += d_xp
         return d_kernel.reshape(-1, self.filters)
@@ -226,11 +245,9 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
                   for p, k, s, w, d in zip(pooled, pool, strides, kernel_size, dilation))
     xp = xp_full[(slice(None),) + tuple(slice(0, e) for e in reach)]
     needed = tuple(p * k for p, k in zip(pooled, pool))
-    tiles = [t for t in winograd.TILES if all(t % p == 0 for p in pool)]
-    if (r == 2 and tiles
-            and winograd.applicable(kernel_size, strides, dilation, mat.groups, channels, mat.filters, needed,
-                                    dtype)):
-        path = _Winograd(xp, kernel, dtype, pool, pooled, winograd.choose_tile(needed, tiles))
+    if r == 2 and winograd.applicable(kernel_size, strides, dilation, mat.groups, channels, mat.filters, needed,
+                                      dtype):
+        path = _Winograd(xp, kernel, dtype, pool, pooled, winograd.choose_tile(needed))
     else:
         path = _Im2col(xp, mat, kernel_size, strides, dilation, pool, pooled)
     per_image = path.bytes_per_image(dtype.itemsize)

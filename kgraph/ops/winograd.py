@@ -1,6 +1,6 @@
 """Winograd F(m x m, 3x3): 3x3 stride-1 convolutions with several times fewer multiplications than im2col.
 
-The output is computed in m x m tiles (m = 4 or 6). Each (m+2) x (m+2) input
+The output is computed in m x m tiles (m = 4, 5 or 6). Each (m+2) x (m+2) input
 tile ``d`` and the kernel ``k`` are moved to a transformed domain
 (``V = Bt d B``, ``U = G k Gt``) where the convolution becomes an element-wise
 product summed over input channels: (m+2)^2 independent matrix products
@@ -10,11 +10,11 @@ product summed over input channels: (m+2)^2 independent matrix products
 input tiles' cotangents are added back where neighbouring tiles overlap.
 
 F(4x4) does 36 products per 16 outputs (4x fewer than im2col's 9 per output),
-F(6x6) 64 per 36 (5x fewer) and moves less data per output; its transforms
-have larger constants, so its float32 rounding is a few times larger (still
-around 1e-6 of the output's scale, as NNPACK's default F(6x6) convolutions).
-The tile is chosen per geometry (``choose_tile``): the one that transforms the
-fewest cells for the output's size.
+F(5x5) 49 per 25 and F(6x6) 64 per 36 (5x fewer), moving less data per
+output; their transforms have larger constants, so their float32 rounding is
+up to twice F(4x4)'s (around 1e-5 of the output's scale; NNPACK's default
+convolutions are F(6x6)). The tile is chosen per geometry (``choose_tile``):
+the one that transforms the fewest cells for the output's size.
 
 Each transform is a small matrix applied along one tile axis with one matrix
 product over every tile and channel at once, so the whole op is BLAS calls and
@@ -32,7 +32,8 @@ MIN_CHANNELS = 16
 # Smallest output side worth tiling.
 MIN_OUTPUT = 4
 # Interpolation points of each tile size, infinity included implicitly (Lavin & Gray, 2016).
-_POINTS = {4: (0, 1, -1, 2, -2), 6: (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2))}
+_POINTS = {4: (0, 1, -1, 2, -2), 5: (0, 1, -1, Fraction(1, 2), Fraction(-1, 2), 2),
+           6: (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2))}
 TILES = tuple(_POINTS)
 
 
