@@ -1,10 +1,13 @@
 """Training throughput (samples/s of ``fit``): kgraph next to Keras 3 (torch backend) and PyTorch eager.
 
 Every model in ``MODELS`` is trained on the same random data by each framework
-in this one run, and the ratios are printed side by side. For the MLP the
-bare-matmul floor (the BLAS calls any NumPy engine must make) is measured too.
+in this one run, and the ratios are printed side by side. kgraph and PyTorch
+take turns, one epoch per round, and each one's best round is reported (Keras
+runs its rounds in a subprocess), so a moment when a shared machine is busy
+does not decide a ratio. The floor is the speed of the bare matrix products
+(the BLAS calls any NumPy engine must make).
 
-    python benchmarks/train_throughput.py [--models mlp,cnn,lstm] [--epochs 2] [--quick]
+    python benchmarks/train_throughput.py [--models mlp,cnn,lstm] [--rounds 3] [--quick]
 """
 import argparse
 import os
@@ -87,18 +90,23 @@ MODELS = {
 }
 
 
-def time_kgraph(entry, epochs):
+def kgraph_runner(entry):
+    """Build and warm up the kgraph model; return a function timing one epoch of ``fit`` (samples/s)."""
     x, y = entry["data"](entry["samples"])
     kgraph.utils.set_random_seed(0)
     model = entry["kgraph"]()
     model.compile(optimizer="adam", loss=entry["loss"])
     model.fit(x[: BATCH * 4], y[: BATCH * 4], batch_size=BATCH, epochs=1, verbose=0)
-    start = time.perf_counter()
-    model.fit(x, y, batch_size=BATCH, epochs=epochs, verbose=0)
-    return epochs * len(x) / (time.perf_counter() - start)
+
+    def epoch():
+        start = time.perf_counter()
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
+        return len(x) / (time.perf_counter() - start)
+    return epoch
 
 
-def time_torch(entry, epochs):
+def torch_runner(entry):
+    """The same for a PyTorch eager training loop (shuffled batches, Adam, cross-entropy)."""
     import torch
     x, y = entry["data"](entry["samples"])
     torch.manual_seed(0)
@@ -107,7 +115,7 @@ def time_torch(entry, epochs):
     loss_fn = torch.nn.CrossEntropyLoss()
     tx, ty = torch.from_numpy(x), torch.from_numpy(np.asarray(y, dtype=np.int64))
 
-    def epoch(limit=None):
+    def run(limit=None):
         order = torch.randperm(len(tx))[:limit]
         for i in range(0, len(order), BATCH):
             idx = order[i:i + BATCH]
@@ -115,14 +123,17 @@ def time_torch(entry, epochs):
             loss = loss_fn(module(tx[idx]), ty[idx])
             loss.backward()
             optimizer.step()
-    epoch(BATCH * 4)
-    start = time.perf_counter()
-    for _ in range(epochs):
-        epoch()
-    return epochs * len(x) / (time.perf_counter() - start)
+    run(BATCH * 4)
+
+    def epoch():
+        start = time.perf_counter()
+        run()
+        return len(tx) / (time.perf_counter() - start)
+    return epoch
 
 
-def time_keras(name, entry, epochs):
+def time_keras(name, entry, rounds):
+    """Keras 3 (torch backend) in a subprocess: the best of ``rounds`` one-epoch fits (samples/s)."""
     script = textwrap.dedent(f"""
         import os, sys, time
         os.environ["KERAS_BACKEND"] = "torch"
@@ -135,9 +146,12 @@ def time_keras(name, entry, epochs):
         model = build()
         model.compile(optimizer="adam", loss=entry["loss"])
         model.fit(x[:{BATCH * 4}], y[:{BATCH * 4}], batch_size={BATCH}, epochs=1, verbose=0)
-        start = time.perf_counter()
-        model.fit(x, y, batch_size={BATCH}, epochs={epochs}, verbose=0)
-        print({epochs} * len(x) / (time.perf_counter() - start))
+        best = 0
+        for _ in range({rounds}):
+            start = time.perf_counter()
+            model.fit(x, y, batch_size={BATCH}, epochs=1, verbose=0)
+            best = max(best, len(x) / (time.perf_counter() - start))
+        print(best)
     """)
     env = dict(os.environ, KERAS_BACKEND="torch")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=1800)
@@ -157,8 +171,9 @@ def available(module):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="one epoch on a quarter of the data")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating one-epoch rounds per framework; the best of each is reported")
+    parser.add_argument("--quick", action="store_true", help="one round on a quarter of the data")
     args = parser.parse_args()
     have_torch, have_keras = available("torch"), available("torch") and available("keras")
     # NumPy's BLAS kernels decide most of kgraph's speed; OPENBLAS_CORETYPE (when set) forces OpenBLAS's choice.
@@ -169,25 +184,31 @@ def main():
     print(header)
     for name in args.models.split(","):
         entry = dict(MODELS[name])
-        epochs = args.epochs
+        rounds = args.rounds
         if args.quick:
             entry["samples"] //= 4
-            epochs = 1
-        ours = time_kgraph(entry, epochs)
-        keras_sps = torch_sps = floor = None
+            rounds = 1
+        # kgraph and PyTorch take turns, one epoch each, so a busy moment of the machine hits both alike;
+        # the best round of each is what the hardware allows it.
+        runners = [kgraph_runner(entry)] + ([torch_runner(entry)] if have_torch else [])
+        best = [0.0] * len(runners)
+        for _ in range(rounds):
+            for i, epoch in enumerate(runners):
+                best[i] = max(best[i], epoch())
+        ours, torch_sps = best[0], (best[1] if have_torch else None)
+        keras_sps = floor = None
         if have_keras:
-            keras_sps, err = time_keras(name, entry, epochs)
+            keras_sps, err = time_keras(name, entry, rounds)
             if err:
                 print(f"  keras failed on {name}: {err}")
-        if have_torch:
-            torch_sps = time_torch(entry, epochs)
         if entry.get("floor"):
             floor = entry["floor"](entry["data"](BATCH)[0])
         fmt = lambda v: f"{v:,.0f}" if v else "-"  # noqa: E731
         ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"  # noqa: E731
         print(f"{name:<8}{fmt(ours):>12}{fmt(keras_sps):>14}{fmt(torch_sps):>14}{ratio(ours, keras_sps):>10}"
               f"{ratio(ours, torch_sps):>10}{fmt(floor):>12}{ratio(ours, floor):>10}")
-    print("(samples/s of fit; ratios > 1 mean kgraph is faster; kg/floor is the share of the bare-matmul speed)")
+    print("(samples/s of fit, best round; ratios > 1 mean kgraph is faster; kg/floor is the share of the "
+          "bare-matmul speed)")
 
 
 if __name__ == "__main__":
