@@ -253,6 +253,22 @@ def _check_ranks(inputs, kernel, op):
     return len(k_shape) - 2
 
 
+def conv_args(inputs, kernel, strides, padding, data_format, dilation_rate, op):
+    """Checked ``(strides, pads, dilation, groups)`` of a convolution of ``inputs`` with ``kernel``."""
+    check_data_format(data_format)
+    r = _check_ranks(inputs, kernel, op)
+    x_shape, k_shape = np.shape(inputs), np.shape(kernel)
+    channels, cin_g, filters = x_shape[-1], k_shape[-2], k_shape[-1]
+    if channels % cin_g or filters % (channels // cin_g):
+        raise ValueError(f"{op} expects the input channels to be a multiple of kernel.shape[-2] and the filters "
+                         f"a multiple of the number of groups. Received: inputs.shape={x_shape}, "
+                         f"kernel.shape={k_shape}")
+    strides = normalize_tuple(strides, r, "strides")
+    dilation = normalize_tuple(dilation_rate, r, "dilation_rate")
+    pads = conv_pads(x_shape[1:-1], k_shape[:r], strides, padding, dilation)
+    return strides, pads, dilation, channels // cin_g
+
+
 def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1, bias=None, relu=False):
     """N-D convolution (cross-correlation) of channels-last ``inputs`` with ``kernel``.
 
@@ -266,18 +282,8 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
         bias: optional ``(filters,)`` offsets added in the same op.
         relu: apply ``max(., 0)`` in the same op (saving a pass and a buffer).
     """
-    check_data_format(data_format)
-    r = _check_ranks(inputs, kernel, "conv")
-    x_shape, k_shape = np.shape(inputs), np.shape(kernel)
-    channels, cin_g, filters = x_shape[-1], k_shape[-2], k_shape[-1]
-    if channels % cin_g or filters % (channels // cin_g):
-        raise ValueError(f"conv expects the input channels to be a multiple of kernel.shape[-2] and the filters "
-                         f"a multiple of the number of groups. Received: inputs.shape={x_shape}, "
-                         f"kernel.shape={k_shape}")
-    strides = normalize_tuple(strides, r, "strides")
-    dilation = normalize_tuple(dilation_rate, r, "dilation_rate")
-    pads = conv_pads(x_shape[1:-1], k_shape[:r], strides, padding, dilation)
-    return _conv(inputs, kernel, bias, strides=strides, pads=pads, dilation=dilation, groups=channels // cin_g,
+    strides, pads, dilation, groups = conv_args(inputs, kernel, strides, padding, data_format, dilation_rate, "conv")
+    return _conv(inputs, kernel, bias, strides=strides, pads=pads, dilation=dilation, groups=groups,
                  relu=bool(relu))
 
 

@@ -21,9 +21,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from kgraph.autodiff import primitive
 from kgraph.ops import winograd
-from kgraph.ops.conv import _check_ranks, _image_blocks, _Kernel, shared_vjp
-from kgraph.ops.windows import (check_data_format, conv_output_length, conv_pads, normalize_tuple, pad, scratch,
-                                unpad)
+from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
+from kgraph.ops.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
 
 __all__ = ["conv_max_pool"]
 
@@ -295,17 +294,8 @@ def conv_max_pool(inputs, kernel, strides=1, padding="valid", data_format=None, 
     result pooled by ``max_pool(..., pool_size, strides=pool_size,
     padding="valid")``, in one op (see the module docstring).
     """
-    check_data_format(data_format)
-    r = _check_ranks(inputs, kernel, "conv_max_pool")
-    x_shape, k_shape = np.shape(inputs), np.shape(kernel)
-    channels, cin_g, filters = x_shape[-1], k_shape[-2], k_shape[-1]
-    if channels % cin_g or filters % (channels // cin_g):
-        raise ValueError(f"conv_max_pool expects the input channels to be a multiple of kernel.shape[-2] and the "
-                         f"filters a multiple of the number of groups. Received: inputs.shape={x_shape}, "
-                         f"kernel.shape={k_shape}")
-    strides = normalize_tuple(strides, r, "strides")
-    dilation = normalize_tuple(dilation_rate, r, "dilation_rate")
-    pool = normalize_tuple(pool_size, r, "pool_size")
-    pads = conv_pads(x_shape[1:-1], k_shape[:r], strides, padding, dilation)
+    strides, pads, dilation, _ = conv_args(inputs, kernel, strides, padding, data_format, dilation_rate,
+                                           "conv_max_pool")
+    pool = normalize_tuple(pool_size, len(strides), "pool_size")
     return _conv_max_pool(inputs, kernel, bias, strides=strides, pads=pads, dilation=dilation, pool=pool,
                           relu=bool(relu))
