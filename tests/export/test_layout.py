@@ -27,6 +27,13 @@ def test_digits_cnn_transposes_once_at_entry():
     assert ops[1:] == ["Conv", "BatchNormalization", "Relu", "MaxPool"] * 2 + ["Flatten", "Gemm", "Softmax"]
 
 
+def test_training_benchmark_cnn_exports_with_at_most_two_transposes():
+    proto, _ = build(zoo.build("benchmark_cnn"))
+    ops = [node.op_type for node in proto.graph.node]
+    assert ops.count("Transpose") <= 2 and ops[0] == "Transpose"
+    assert ops.count("Conv") == 2 and ops.count("MaxPool") == 2
+
+
 def test_strided_same_padding_is_written_as_explicit_asymmetric_pads():
     x = kgraph.Input((8, 7, 2), name="x")
     outs = [L.Conv2D(3, 3, strides=2, padding="same")(x), L.AveragePooling2D(3, strides=2, padding="same")(x),

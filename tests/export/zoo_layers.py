@@ -29,6 +29,17 @@ def digits_cnn():
     return train_briefly(kgraph.Model(x, y, name="digits_cnn"))
 
 
+@register_zoo_model("benchmark_cnn")
+def benchmark_cnn():
+    """The training benchmark's CNN: Conv2D(32)-MaxPool, Conv2D(64)-MaxPool (relu, run fused natively), Dense."""
+    x = kgraph.Input(shape=(28, 28, 1), name="image")
+    h = L.MaxPooling2D()(L.Conv2D(32, 3, activation="relu")(x))
+    h = L.MaxPooling2D()(L.Conv2D(64, 3, activation="relu")(h))
+    h = L.Dense(128, activation="relu")(L.Flatten()(h))
+    y = L.Dense(10, activation="softmax")(h)
+    return train_briefly(kgraph.Model(x, y, name="benchmark_cnn"))
+
+
 @register_zoo_model("separable_block")
 def separable_block():
     """A MobileNet-style block: strided Conv, DepthwiseConv-BN-ReLU6, SeparableConv, residual Add, global pool."""
