@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import signal
 import sys
@@ -11,7 +12,9 @@ from pathlib import Path
 import uvicorn
 
 from serve.app import create_app
-from serve.repository import Repository, RepositoryError, discover
+from serve.config import RepositoryError
+from serve.control import MODES, ModelControl, Restriction
+from serve.repository import Repository, model_names
 from serve.runtime import DEVICES, InferencePool, RuntimeSetupError, default_threads, select_providers
 
 logger = logging.getLogger("serve")
@@ -28,6 +31,23 @@ def _count(minimum: int):
         return value
 
     return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def _restriction(text: str) -> Restriction:
+    try:
+        return Restriction.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,12 +123,42 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest accepted request body; larger ones get 413 (default: %(default)s)",
     )
     parser.add_argument(
+        "--model-control-mode",
+        choices=MODES,
+        default="none",
+        help="none: load every model at startup, never again; poll: also pick up new, changed and removed "
+        "models and versions in the repository, loading them while the old ones serve; explicit: load and "
+        "unload on request (POST /v2/repository/models/NAME/load and /unload) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--repository-poll-secs",
+        type=_seconds,
+        default=15.0,
+        metavar="S",
+        help="how often poll mode looks for changes in the repository (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--restricted-api",
+        type=_restriction,
+        metavar="CATEGORY:KEY=VALUE",
+        help="require header (gRPC metadata) KEY with VALUE on an API category; the category "
+        "'model-repository' covers the repository index, load and unload "
+        "(e.g. model-repository:admin-key=s3cret)",
+    )
+    parser.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default="info",
         help="log verbosity (default: %(default)s)",
     )
     return parser
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class _Server(uvicorn.Server):
@@ -133,19 +183,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         providers = select_providers(args.device)
-        sources = discover(args.path)
+        if not model_names(args.path):
+            raise RepositoryError(
+                f"{args.path} holds no models (expected NAME/config.pbtxt and NAME/<version>/model.onnx)"
+            )
     except (RuntimeSetupError, RepositoryError) as exc:
         print(f"python -m serve: error: {exc}", file=sys.stderr)
         return 2
+    if args.model_control_mode == "explicit" and args.restricted_api is None and not _loopback(args.host):
+        logger.warning(
+            "model control is explicit and unrestricted on %s: anyone who can reach the port can load and "
+            "unload models; add --restricted-api model-repository:KEY=VALUE",
+            args.host,
+        )
     max_batch_size = 0 if args.no_batching else args.max_batch_size
     pool = InferencePool(args.threads)
-    repository = Repository(sources, providers, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us)
+    repository = Repository(args.path, providers, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us)
+    control = ModelControl(repository, args.model_control_mode, args.repository_poll_secs)
     server: _Server | None = None
 
     def stop() -> None:
         server.should_exit = True
 
-    app = create_app(repository, pool, args.max_request_bytes, on_fatal=stop)
+    app = create_app(repository, control, pool, args.max_request_bytes, on_fatal=stop, restriction=args.restricted_api)
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -159,13 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     server = _Server(config, repository)
     logger.info(
-        "serving %s on http://%s:%d with %s, %d inference thread(s), %s",
+        "serving %s on http://%s:%d with %s, %d inference thread(s), %s, model control %s",
         args.path,
         args.host,
         args.port,
         " > ".join(providers),
         args.threads,
         f"batching up to {max_batch_size} rows" if max_batch_size > 1 else "batching off",
+        args.model_control_mode,
     )
     # uvicorn re-raises the signal that stopped it once shutdown is complete; a handler
     # that ignores it keeps the exit status 0 after a graceful drain.

@@ -19,7 +19,8 @@ from starlette.routing import Route
 from serve import __version__
 from serve.metrics import prometheus_text
 from serve.protocol import ProtocolError, encode_infer_response, error_body, parse_infer_request
-from serve.repository import Repository, RepositoryError
+from serve.control import ModelControl, Restriction
+from serve.repository import Repository
 from serve.runtime import InferencePool
 
 logger = logging.getLogger("serve")
@@ -32,6 +33,7 @@ _BINARY_HEADER = (b"content-type", b"application/octet-stream")
 # Bodies and outputs above this size are decoded and encoded on a helper thread, so a
 # single large request cannot hold up health checks and other clients for long.
 _OFFLOAD_BYTES = 1 << 20
+_ADMIN_BODY_BYTES = 1 << 16
 
 
 class _Disconnected(Exception):
@@ -130,10 +132,10 @@ class InferEndpoint:
                 header_length = value
             elif name == b"content-encoding":
                 encoding = value.strip().lower()
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise ProtocolError(f"the request body is {int(declared)} bytes, the limit is {limit} bytes", 413)
+        if declared is not None and declared.isdigit() and (len(declared) > 19 or int(declared) > limit):
+            raise ProtocolError(f"the request body is {declared.decode()} bytes, the limit is {limit} bytes", 413)
         if header_length is not None:
-            if not header_length.strip().isdigit():
+            if not header_length.strip().isdigit() or len(header_length.strip()) > 19:
                 raise ProtocolError(
                     f"Inference-Header-Content-Length must be a byte count, got {header_length.decode('latin-1')!r}"
                 )
@@ -157,13 +159,36 @@ class InferEndpoint:
         return body, header_length
 
 
+async def _json_body(request: Request) -> dict:
+    """An optional JSON object body of a repository request (empty means {})."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > _ADMIN_BODY_BYTES:
+            raise ProtocolError(f"a repository request body is limited to {_ADMIN_BODY_BYTES} bytes", 413)
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body.strip():
+        return {}
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"malformed JSON in request: {exc}") from None
+    if not isinstance(payload, dict):
+        raise ProtocolError(f"the request must be a JSON object, got {type(payload).__name__}")
+    return payload
+
+
 def create_app(
     repository: Repository,
+    control: ModelControl,
     pool: InferencePool,
     max_request_bytes: int,
     on_fatal: Callable[[], None],
+    restriction: Restriction | None = None,
+    grpc_server=None,
 ) -> ServeApp:
-    """The ASGI application serving a repository; loading starts with the app's lifespan."""
+    """The ASGI application serving a repository; loading (and the gRPC server) start with the app's lifespan."""
 
     def model_of(request: Request):
         params = request.path_params
@@ -203,17 +228,52 @@ def create_app(
     async def model_stats(request: Request) -> Response:
         if "model" in request.path_params:
             try:
-                models = [model_of(request)]
+                model = model_of(request)
             except ProtocolError as exc:
                 return _error(exc)
-            if "version" not in request.path_params:
-                models = [repository.models[models[0].name][v] for v in sorted(repository.models[models[0].name])]
+            models = [model] if "version" in request.path_params else list(repository.models[model.name].values())
         else:
             models = repository.all_versions()
         return _json({"model_stats": [m.stats.to_json(m.name, m.version) for m in models]})
 
+    def check_restricted(request: Request) -> None:
+        if restriction is not None:
+            restriction.check(request.headers.get(restriction.key))
+
     async def repository_index(request: Request) -> Response:
-        return _json(repository.index())
+        try:
+            check_restricted(request)
+            ready_only = (await _json_body(request)).get("ready", False)
+            if not isinstance(ready_only, bool):
+                raise ProtocolError(f"'ready' must be true or false, got {ready_only!r}")
+        except ProtocolError as exc:
+            return _error(exc)
+        return _json(repository.index(ready_only))
+
+    async def load_model(request: Request) -> Response:
+        try:
+            check_restricted(request)
+            parameters = (await _json_body(request)).get("parameters") or {}
+            if not isinstance(parameters, dict):
+                raise ProtocolError(f"'parameters' must be a JSON object, got {type(parameters).__name__}")
+            if parameters:
+                raise ProtocolError(
+                    f"load parameters ({', '.join(map(str, parameters))}) are not supported: "
+                    "the server loads the files in the repository as they are"
+                )
+            await control.load(request.path_params["model"])
+        except ProtocolError as exc:
+            return _error(exc)
+        return _json({})
+
+    async def unload_model(request: Request) -> Response:
+        try:
+            check_restricted(request)
+            await _json_body(request)
+            await control.unload(request.path_params["model"])
+        except ProtocolError as exc:
+            return _error(exc)
+        return _json({})
 
     async def metrics(request: Request) -> Response:
         text = prometheus_text(repository.all_versions())
@@ -228,17 +288,20 @@ def create_app(
 
     async def load() -> None:
         try:
-            loaded = await pool.run(repository.load)
+            if grpc_server is not None:
+                await grpc_server.start()
+            loaded_any = await control.start()
         except Exception as exc:
             repository.state = "failed"
-            if isinstance(exc, RepositoryError):
-                logger.error("cannot serve: %s", exc)
-            else:
-                logger.exception("cannot serve: loading the models failed")
+            logger.error("cannot serve: %s", exc)
             on_fatal()
             return
-        repository.activate(loaded)
-        logger.info("server ready: %d model version(s)", len(loaded))
+        if not loaded_any:
+            repository.state = "failed"
+            logger.error("cannot serve: no model could be loaded (see the errors above)")
+            on_fatal()
+            return
+        logger.info("server ready: %d model version(s)", len(repository.all_versions()))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
@@ -248,6 +311,9 @@ def create_app(
         finally:
             if not loader.done():
                 await asyncio.wait([loader])
+            await control.stop()
+            if grpc_server is not None:
+                await grpc_server.stop()
             if repository.state != "failed":
                 await repository.close()
             await asyncio.get_running_loop().run_in_executor(None, pool.shutdown)
@@ -263,6 +329,8 @@ def create_app(
         Route("/v2", server_metadata, methods=["GET"]),
         Route("/v2/models/stats", model_stats, methods=["GET"]),
         Route("/v2/repository/index", repository_index, methods=["POST"]),
+        Route("/v2/repository/models/{model}/load", load_model, methods=["POST"]),
+        Route("/v2/repository/models/{model}/unload", unload_model, methods=["POST"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
     for path in (model_path, version_path):

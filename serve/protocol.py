@@ -309,6 +309,7 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
     if missing:
         raise ProtocolError(f"missing input(s) {', '.join(missing)}; the model needs {', '.join(specs)}")
 
+    _check_not_empty(inputs)
     outputs = _requested_outputs(request.get("outputs"), signature, binary_default)
     rows, key = _batch_key(inputs, signature)
     return InferRequest(request_id, inputs, outputs, rows, key)
@@ -336,14 +337,29 @@ def _requested_outputs(raw_outputs, signature: Signature, binary_default: bool) 
     return requested
 
 
+def _check_not_empty(inputs: dict[str, np.ndarray]) -> None:
+    # onnxruntime's recurrent kernels abort the whole process on an empty batch or an
+    # empty sequence, so a tensor without elements never reaches a session.
+    for name, array in inputs.items():
+        if array.size == 0:
+            raise ProtocolError(
+                f"input '{name}' has shape {_shape_text(array.shape)}, which holds no elements; "
+                "every input needs at least one row and no dim of size 0"
+            )
+
+
 def _batch_key(inputs: dict[str, np.ndarray], signature: Signature) -> tuple[int, tuple | None]:
     """Rows along axis 0 and the key that mergeable requests share (None: never merge)."""
     if not signature.batchable:
         return 1, None
-    arrays = list(inputs.values())
-    rows = arrays[0].shape[0]
-    if any(a.shape[0] != rows for a in arrays):
-        return rows, None
+    (first, array), *others = inputs.items()
+    rows = array.shape[0]
+    for name, other in others:
+        if other.shape[0] != rows:
+            raise ProtocolError(
+                f"inputs disagree on the batch size (dim 0): input '{first}' has {rows} row(s), "
+                f"input '{name}' has {other.shape[0]}"
+            )
     return rows, tuple((name, a.shape[1:]) for name, a in inputs.items())
 
 
@@ -365,10 +381,8 @@ def encode_infer_response(
         else:
             entry["data"] = np.ascontiguousarray(array).reshape(-1)
         entries.append(entry)
-    response = {"model_name": model_name, "model_version": model_version}
-    if request_id is not None:
-        response["id"] = request_id
-    response["outputs"] = entries
+    # KServe's response model requires 'id': the request's, or empty when it sent none.
+    response = {"id": request_id or "", "model_name": model_name, "model_version": model_version, "outputs": entries}
     header = orjson.dumps(response, option=orjson.OPT_SERIALIZE_NUMPY)
     if not blobs:
         return header, None

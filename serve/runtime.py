@@ -92,15 +92,26 @@ class ModelSession:
         )
 
     def warmup(self) -> None:
-        """Run the model once on zeros (dynamic dims 1) so the first request pays no setup cost."""
-        feeds = {
-            spec.name: np.zeros(tuple(1 if d < 0 else d for d in (spec.shape or (1,))), dtype=spec.dtype)
-            for spec in self.inputs
-        }
-        try:
-            self.session.run(self.output_names, feeds)
-        except Exception as exc:
-            raise RuntimeSetupError(f"{self.path}: warm-up run on zeros failed: {exc}") from None
+        """Run the model once on zeros so the first request pays no setup cost.
+
+        The batch dim is 1; other dynamic dims try 1, then sizes a convolution or
+        pooling window fits in, since a model may refuse inputs smaller than its kernels.
+        """
+        error = None
+        for size in (1, 32, 256):
+            feeds = {
+                spec.name: np.zeros(
+                    tuple(d if d >= 0 else (1 if axis == 0 else size) for axis, d in enumerate(spec.shape or (1,))),
+                    dtype=spec.dtype,
+                )
+                for spec in self.inputs
+            }
+            try:
+                self.session.run(self.output_names, feeds)
+                return
+            except Exception as exc:
+                error = exc
+        raise RuntimeSetupError(f"{self.path}: warm-up run on zeros failed: {error}")
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Run the model on named inputs, returning every output in model order."""

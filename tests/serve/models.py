@@ -152,3 +152,71 @@ def build_repository(root: Path) -> Path:
     rowsum(root / "rowsum" / "1" / "model.onnx")
     gather(root / "gather" / "1" / "model.onnx")
     return root
+
+
+def lstm(path: Path, features: int = 8, units: int = 6, seed: int = 4) -> Path:
+    """One LSTM node: x FP32 [batch, time, features] -> h FP32 [batch, units] (last hidden state)."""
+    rng = np.random.default_rng(seed)
+    weights = [
+        numpy_helper.from_array((rng.standard_normal((1, 4 * units, features)) * 0.3).astype(np.float32), "W"),
+        numpy_helper.from_array((rng.standard_normal((1, 4 * units, units)) * 0.3).astype(np.float32), "R"),
+    ]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Transpose", ["x"], ["time_major"], perm=[1, 0, 2]),
+            helper.make_node("LSTM", ["time_major", "W", "R"], ["", "last"], hidden_size=units),
+            helper.make_node("Squeeze", ["last", "zero"], ["h"]),
+        ],
+        "lstm",
+        [_io("x", TensorProto.FLOAT, ["batch", "time", features])],
+        [_io("h", TensorProto.FLOAT, ["batch", units])],
+        weights + [numpy_helper.from_array(np.array([0], np.int64), "zero")],
+    )
+    return _save(graph, path)
+
+
+def cnn(path: Path, channels: int = 4, seed: int = 5) -> Path:
+    """3x3 valid convolution, ReLU, global average pool: x FP32 [batch, 1, height, width] -> y FP32 [batch, channels]."""
+    rng = np.random.default_rng(seed)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "kernel", "bias"], ["conv"], kernel_shape=[3, 3]),
+            helper.make_node("Relu", ["conv"], ["relu"]),
+            helper.make_node("GlobalAveragePool", ["relu"], ["pooled"]),
+            helper.make_node("Flatten", ["pooled"], ["y"]),
+        ],
+        "cnn",
+        [_io("x", TensorProto.FLOAT, ["batch", 1, "height", "width"])],
+        [_io("y", TensorProto.FLOAT, ["batch", channels])],
+        [
+            numpy_helper.from_array(rng.standard_normal((channels, 1, 3, 3)).astype(np.float32), "kernel"),
+            numpy_helper.from_array(rng.standard_normal(channels).astype(np.float32), "bias"),
+        ],
+    )
+    return _save(graph, path)
+
+
+def attention(path: Path, width: int = 8, seed: int = 6) -> Path:
+    """Single-head self-attention: x FP32 [batch, seq, width] -> y = softmax(q k^T / sqrt(width)) v."""
+    rng = np.random.default_rng(seed)
+    weights = [
+        numpy_helper.from_array((rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32), name)
+        for name in ("wq", "wk", "wv")
+    ]
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "wq"], ["q"]),
+            helper.make_node("MatMul", ["x", "wk"], ["k"]),
+            helper.make_node("MatMul", ["x", "wv"], ["v"]),
+            helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+            helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+            helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+            helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
+            helper.make_node("MatMul", ["weights", "v"], ["y"]),
+        ],
+        "attention",
+        [_io("x", TensorProto.FLOAT, ["batch", "seq", width])],
+        [_io("y", TensorProto.FLOAT, ["batch", "seq", width])],
+        weights + [numpy_helper.from_array(np.array(1 / np.sqrt(width), np.float32), "scale")],
+    )
+    return _save(graph, path)

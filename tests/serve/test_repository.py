@@ -9,7 +9,8 @@ import httpx
 import numpy as np
 import pytest
 
-from serve.repository import ModelConfig, RepositoryError, discover, parse_pbtxt
+from serve.config import ModelConfig, RepositoryError, parse_pbtxt
+from serve.repository import model_names, scan
 from tests.serve import models
 from tests.serve.harness import ROOT, ServeProcess, reference
 
@@ -117,15 +118,16 @@ def test_pbtxt_parser_errors_name_the_problem(text, message):
 
 def test_discovery_errors(tmp_path):
     with pytest.raises(RepositoryError, match="does not exist"):
-        discover(tmp_path / "missing")
-    with pytest.raises(RepositoryError, match="holds no models"):
-        discover(tmp_path)
+        model_names(tmp_path / "missing")
+    assert model_names(tmp_path) == []
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(RepositoryError, match="is not an .onnx file"):
-        discover(tmp_path / "notes.txt")
+        model_names(tmp_path / "notes.txt")
     (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "²").mkdir()
+    assert model_names(tmp_path) == ["empty"]
     with pytest.raises(RepositoryError, match="no version directory holds model.onnx"):
-        discover(tmp_path)
+        scan(tmp_path, "empty")
 
 
 def test_config_errors(tmp_path):
@@ -144,12 +146,19 @@ def test_config_errors(tmp_path):
         ModelConfig.read(config, "m")
 
 
-def test_bad_repository_fails_at_startup(tmp_path):
-    models.mlp(tmp_path / "m" / "1" / "model.onnx")
-    (tmp_path / "m" / "config.pbtxt").write_text('name: "wrong"')
+def test_empty_repository_fails_at_startup(tmp_path):
     result = subprocess.run([sys.executable, "-m", "serve", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert "name is 'wrong' but the directory is 'm'" in result.stderr
+    assert "holds no models" in result.stderr
+
+
+def test_repository_without_a_loadable_model_fails_at_startup(tmp_path):
+    models.mlp(tmp_path / "m" / "1" / "model.onnx")
+    (tmp_path / "m" / "config.pbtxt").write_text('name: "wrong"')
+    server = ServeProcess(tmp_path)
+    assert server.process.wait(timeout=60) == 1
+    assert "name is 'wrong' but the directory is 'm'" in server.log()
+    assert "no model could be loaded" in server.log()
 
 
 def test_config_batching_a_model_without_batch_axis_fails_startup(tmp_path):
