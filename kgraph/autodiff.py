@@ -18,9 +18,11 @@ import threading
 
 import numpy as np
 
+from kgraph.keras_tensor import KerasTensor
+from kgraph.tape_array import TapeArray
 from kgraph.variable import Variable
 
-__all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_recording"]
+__all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_recording", "on_tape"]
 
 # Tapes currently recording, in any thread. A plain list keeps the no-tape check
 # of every op as cheap as possible; each tape remembers its thread, so ops run
@@ -60,7 +62,12 @@ def unbroadcast(g, shape):
 
 
 def _value(x):
-    return x.value if isinstance(x, Variable) else x
+    """The plain ndarray behind a Variable or a TapeArray (anything else unchanged)."""
+    if isinstance(x, Variable):
+        return x.value
+    if isinstance(x, TapeArray):
+        return x.view(_ndarray)
+    return x
 
 
 def _as_output(out):
@@ -168,30 +175,46 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
             if tapes:
                 return _call_and_record(spec, tapes, args, kwargs)
         if list_input:
-            if args and (type(args[0]) not in (list, tuple) or any(isinstance(a, Variable) for a in args[0])):
+            if args and (type(args[0]) not in (list, tuple) or any(type(a) is not _ndarray for a in args[0])):
+                if any(isinstance(a, KerasTensor) for a in (args[0] if isinstance(args[0], (list, tuple)) else ())):
+                    return _symbolic(spec, args, kwargs)
                 args = ([_value(a) for a in args[0]],) + args[1:]
         else:
+            convert = False
             for a in args[:num_inputs]:
-                if type(a) is not _ndarray and isinstance(a, Variable):
-                    args = tuple([_value(v) for v in args[:num_inputs]]) + args[num_inputs:]
-                    break
+                if type(a) is not _ndarray:
+                    if isinstance(a, KerasTensor):
+                        return _symbolic(spec, args, kwargs)
+                    if isinstance(a, (Variable, _ndarray)):
+                        convert = True
+            if convert:
+                args = tuple([_value(v) for v in args[:num_inputs]]) + args[num_inputs:]
         out = fn(*args, **kwargs)[0]
         return out if type(out) is _ndarray else _as_output(out)
 
+    spec.public = op
+    op._kgraph_primitive = spec
     return op
 
 
 class _OpSpec:
     """What the recording path needs to know about a primitive."""
 
-    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults")
+    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults", "public")
 
     def __init__(self, fn, name, num_inputs, list_input, defaults):
+        self.public = None
         self.fn = fn
         self.name = name
         self.num_inputs = num_inputs
         self.list_input = list_input
         self.defaults = defaults
+
+
+def _symbolic(spec, args, kwargs):
+    """A call with KerasTensor inputs: a node of the op's Operation in the graph being built."""
+    from kgraph.ops.operations import symbolic_call
+    return symbolic_call(spec.name, spec.public, args, kwargs)
 
 
 def _tapes_of_this_thread():
@@ -212,37 +235,39 @@ def _call_and_record(spec, tapes, args, kwargs):
                 args = args + missing
         raw = args[:n]
     inputs = raw
+    values = raw
     for a in raw:
-        if type(a) is not _ndarray and isinstance(a, Variable):
-            inputs = tuple([_value(v) for v in raw])
-            for v in raw:
-                if isinstance(v, Variable) and v.trainable:
-                    for tape in tapes:
-                        if tape._watch_accessed_variables:
-                            tape._watch_variable(v)
-            break
+        if type(a) is not _ndarray:
+            if isinstance(a, KerasTensor):
+                return _symbolic(spec, args, kwargs)
+            if isinstance(a, (Variable, _ndarray)):
+                inputs = tuple([v.value if isinstance(v, Variable) else v for v in raw])
+                values = tuple([_value(v) for v in raw])
+                for v in raw:
+                    if isinstance(v, Variable) and v.trainable:
+                        for tape in tapes:
+                            if tape._watch_accessed_variables:
+                                tape._watch_variable(v)
+                break
     recording = [tape for tape in tapes if _tracks_any(tape._tracked, inputs)]
     if spec.list_input:
-        out, vjp = spec.fn(list(inputs), *args[1:], **kwargs)
+        out, vjp = spec.fn(list(values), *args[1:], **kwargs)
     else:
-        out, vjp = spec.fn(*inputs, *args[n:], **kwargs)
+        out, vjp = spec.fn(*values, *args[n:], **kwargs)
     if not recording:
         return out if type(out) is _ndarray else _as_output(out)
 
     if type(out) is _ndarray or not isinstance(out, (tuple, list)):
         if type(out) is not _ndarray:
             out = np.asarray(out)
-        for a in inputs:
-            if a is out:
-                out = out.view()
-                break
         if out.dtype.kind not in "fc":
             return out
-        result = key = out
-        float_outs = (out,)
+        # The recorded output is a TapeArray view: NumPy code on it stays on the tape.
+        result = key = out.view(TapeArray)
+        float_outs = (key,)
     else:
         result = _as_output(out)
-        key = tuple(o.view() if any(o is a for a in inputs) else o for o in result)
+        key = tuple(o.view(TapeArray) if o.dtype.kind in "fc" else o for o in result)
         if len({id(o) for o in key}) != len(key):
             raise ValueError(f"The outputs of '{spec.name}' must be distinct arrays.")
         result = type(result)(key)
@@ -256,6 +281,25 @@ def _call_and_record(spec, tapes, args, kwargs):
         for o in float_outs:
             tracked[id(o)] = o
     return result
+
+
+def on_tape(x):
+    """``x`` as a TapeArray if a tape of this thread tracks it (so NumPy code on it is recorded), else ``x``."""
+    if type(x) is not _ndarray or not _active_tapes:
+        return x
+    tapes = [t for t in (_tapes_of_this_thread() or ()) if id(x) in t._tracked]
+    if not tapes:
+        return x
+    view = x.view(TapeArray)
+    record = (view, (x,), _identity_vjp, "on_tape")
+    for tape in tapes:
+        tape._records.append(record)
+        tape._tracked[id(view)] = view
+    return view
+
+
+def _identity_vjp(g):
+    return g
 
 
 def _tracks_any(tracked, inputs):
@@ -391,7 +435,7 @@ class GradientTape:
         source_arrays = [self._source_array(s) for s in flat_sources]
 
         several = isinstance(target, (list, tuple))
-        targets = [np.asarray(_value(t)) for t in (target if several else [target])]
+        targets = [t if isinstance(t, _ndarray) else np.asarray(_value(t)) for t in (target if several else [target])]
         if output_gradients is None:
             seeds = [None] * len(targets)
         else:
@@ -454,7 +498,7 @@ class GradientTape:
             if id(t) not in relevant:
                 continue
             if seed is None:
-                seed = np.ones_like(t)
+                seed = np.ones(t.shape, t.dtype)
             else:
                 seed = np.asarray(_value(seed))
                 if seed.shape != t.shape:
@@ -474,7 +518,7 @@ class GradientTape:
                 for o in out:
                     if id(o) not in source_ids:
                         cotangents.pop(id(o), None)
-                g = tuple([np.zeros_like(o) if g is None else g for o, g in zip(out, gs)])
+                g = tuple([np.zeros(o.shape, o.dtype) if g is None else g for o, g in zip(out, gs)])
             else:
                 g = cotangents.pop(id(out), None)
                 if g is None:

@@ -7,6 +7,7 @@ import numpy as np
 from kgraph import graph, tree
 from kgraph.input_layer import Input, InputLayer
 from kgraph.keras_tensor import KerasTensor
+from kgraph.layer import Layer
 from kgraph.model import Model
 
 
@@ -62,13 +63,14 @@ class Functional(Model):
         ordered = [layer for depth in sorted(self.layers_by_depth, reverse=True)
                    for layer in self.layers_by_depth[depth]]
         input_layer_ids = {id(layer) for layer in self.input_layers}
-        layers = list(self.input_layers) + [layer for layer in ordered if id(layer) not in input_layer_ids]
-        counts = collections.Counter(layer.name for layer in layers)
+        operations = list(self.input_layers) + [op for op in ordered if id(op) not in input_layer_ids]
+        counts = collections.Counter(op.name for op in operations)
         duplicated = [name for name, n in counts.items() if n > 1]
         if duplicated:
             raise ValueError(f'The name "{duplicated[0]}" is used {counts[duplicated[0]]} times in the model '
-                             f"'{self.name}'. All layer names should be unique.")
-        object.__setattr__(self, "_layers", layers)
+                             f"'{self.name}'. All operation names should be unique.")
+        self._operations = operations
+        object.__setattr__(self, "_layers", [op for op in operations if isinstance(op, Layer)])
         self._plan = [node for depth in sorted(self.nodes_by_depth, reverse=True)
                       for node in self.nodes_by_depth[depth] if not node.is_input]
         uses = collections.Counter(id(t) for node in self._plan for t in node.input_tensors)
@@ -80,7 +82,13 @@ class Functional(Model):
     # ----- graph views ------------------------------------------------------
     @property
     def layers(self):
+        """The Layers of the graph (inputs first, then deepest first); ``operations`` adds the op nodes."""
         return list(self._layers)
+
+    @property
+    def operations(self):
+        """Every Operation of the graph, Layers and ``kgraph.ops`` calls, in ``layers`` order."""
+        return list(self._operations)
 
     @property
     def input_names(self):

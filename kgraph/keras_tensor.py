@@ -40,6 +40,55 @@ class KerasTensor:
     def __eq__(self, other):
         return self is other
 
+    # Operators record ``kgraph.ops`` nodes, as in Keras 3. ``==``/``!=`` keep Python's identity meaning
+    # (graph code compares tensors); use ``ops.equal``/``ops.not_equal`` for elementwise comparison.
+    __array_ufunc__ = None  # ``ndarray <op> KerasTensor`` comes back to the reflected operator
+
+    def _op(self, name, *args):
+        from kgraph import ops
+        return getattr(ops, name)(*args)
+
+    def __add__(self, other): return self._op("add", self, other)
+    def __radd__(self, other): return self._op("add", other, self)
+    def __sub__(self, other): return self._op("subtract", self, other)
+    def __rsub__(self, other): return self._op("subtract", other, self)
+    def __mul__(self, other): return self._op("multiply", self, other)
+    def __rmul__(self, other): return self._op("multiply", other, self)
+    def __truediv__(self, other): return self._op("divide", self, other)
+    def __rtruediv__(self, other): return self._op("divide", other, self)
+    def __floordiv__(self, other): return self._op("floor_divide", self, other)
+    def __rfloordiv__(self, other): return self._op("floor_divide", other, self)
+    def __mod__(self, other): return self._op("mod", self, other)
+    def __rmod__(self, other): return self._op("mod", other, self)
+    def __pow__(self, other): return self._op("power", self, other)
+    def __rpow__(self, other): return self._op("power", other, self)
+    def __matmul__(self, other): return self._op("matmul", self, other)
+    def __rmatmul__(self, other): return self._op("matmul", other, self)
+    def __neg__(self): return self._op("negative", self)
+    def __pos__(self): return self
+    def __abs__(self): return self._op("abs", self)
+    def __lt__(self, other): return self._op("less", self, other)
+    def __le__(self, other): return self._op("less_equal", self, other)
+    def __gt__(self, other): return self._op("greater", self, other)
+    def __ge__(self, other): return self._op("greater_equal", self, other)
+    def __and__(self, other): return self._op("logical_and", self, other)
+    def __rand__(self, other): return self._op("logical_and", other, self)
+    def __or__(self, other): return self._op("logical_or", self, other)
+    def __ror__(self, other): return self._op("logical_or", other, self)
+    def __invert__(self): return self._op("logical_not", self)
+    def __getitem__(self, key): return self._op("getitem", self, key)
+
+    @property
+    def T(self):
+        return self._op("transpose", self)
+
+    def reshape(self, *shape):
+        return self._op("reshape", self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list))
+                        else shape)
+
+    def astype(self, dtype):
+        return self._op("cast", self, dtype)
+
 
 def is_keras_tensor(x):
     return isinstance(x, KerasTensor)

@@ -3,10 +3,12 @@ import inspect
 
 import numpy as np
 
+from kgraph import autodiff as _autodiff
 from kgraph import backend, naming, tree
 from kgraph.input_spec import assert_input_compatibility
 from kgraph.keras_tensor import KerasTensor, shape_of
 from kgraph.node import Node
+from kgraph.operation import Operation
 from kgraph.variable import Variable
 
 _REGISTRY = {}
@@ -22,17 +24,19 @@ def _is_shape(x):
     return isinstance(x, tuple) and all(d is None or isinstance(d, (int, np.integer)) for d in x)
 
 
-class Layer:
-    """Base class of every layer.
+class Layer(Operation):
+    """Base class of every layer: an Operation with weights, ``build`` and ``get_config``.
 
     A new layer is one small class: ``build(input_shape)`` creates weights with
-    ``add_weight``, ``call(inputs, ...)`` computes with ``kgraph.ops`` (so it
-    trains without backward code), ``compute_output_shape(input_shape)`` gives
-    the output shape for symbolic calls, ``get_config()`` lists constructor
-    arguments.
+    ``add_weight``, ``call(inputs, ...)`` computes with ``kgraph.ops``, operators
+    or NumPy (recorded on the tape, so it trains without backward code),
+    ``get_config()`` lists constructor arguments. ``compute_output_shape``
+    (optional) gives the output shape for symbolic calls; without it, ``call``
+    is traced on KerasTensors (see ``kgraph.tracing``).
     """
 
     _preserves_dtype = False
+    _call_accepts_training = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -237,7 +241,10 @@ class Layer:
             "KerasTensors (it never runs a layer on dummy data). Define it on the layer class.")
 
     def compute_output_spec(self, *args, **kwargs):
-        """KerasTensors describing the outputs, from ``compute_output_shape``."""
+        """KerasTensors describing the outputs, from ``compute_output_shape`` or by tracing ``call``."""
+        if type(self).compute_output_shape is Layer.compute_output_shape:
+            from kgraph import tracing
+            return tracing.layer_output_spec(self, args, kwargs)
         shapes = tree.map_structure(shape_of, args[0])
         out_shape = self.compute_output_shape(shapes)
         first = tree.flatten(args[0])[0]
@@ -278,6 +285,8 @@ class Layer:
             _call_depth[0] -= 1
 
     def _convert_input(self, x):
+        if type(x) is np.ndarray and _autodiff._active_tapes:
+            x = _autodiff.on_tape(x)
         if isinstance(x, (np.ndarray, Variable)):
             if x.dtype != self.compute_dtype and np.issubdtype(np.dtype(x.dtype), np.floating) \
                     and np.issubdtype(np.dtype(self.compute_dtype), np.floating):

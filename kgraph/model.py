@@ -27,6 +27,15 @@ class Model(Trainer, Layer):
     def layers(self):
         return list(self._layers)
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A model from ``get_config()`` output: a functional config builds the graph, as in Keras."""
+        if isinstance(config, dict) and {"layers", "input_layers", "output_layers"} <= set(config):
+            from kgraph.functional import Functional
+            from kgraph.serialization import functional_from_config
+            return functional_from_config(Functional if cls is Model else cls, config, custom_objects)
+        return cls(**config)
+
     def get_layer(self, name=None, index=None):
         """A layer by ``name`` or by ``index`` in ``model.layers``."""
         if index is not None and name is not None:

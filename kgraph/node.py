@@ -2,6 +2,9 @@
 from kgraph import tree
 from kgraph.keras_tensor import KerasHistory, KerasTensor
 
+# While a scratch trace runs (kgraph.tracing.scratch), the nodes it creates, to unlink afterwards.
+_scratch = []
+
 
 class Node:
     """One call of ``outbound_layer`` on KerasTensors.
@@ -49,6 +52,14 @@ class Node:
             inbound._outbound_nodes.append(self)
         for i, t in enumerate(self.output_tensors):
             t._keras_history = KerasHistory(layer, node_index, i)
+        if _scratch:
+            _scratch[-1].append(self)
+
+    def unlink(self):
+        """Remove this node from its operation's and its inbound operations' node lists."""
+        _remove(self.outbound_layer._inbound_nodes, self)
+        for inbound in _unique(self.inbound_layers):
+            _remove(inbound._outbound_nodes, self)
 
     @property
     def layer(self):
@@ -93,3 +104,10 @@ def _unique(items):
             seen.add(id(item))
             out.append(item)
     return out
+
+
+def _remove(nodes, node):
+    for i in range(len(nodes) - 1, -1, -1):
+        if nodes[i] is node:
+            del nodes[i]
+            return

@@ -1,21 +1,34 @@
 """Model architecture <-> plain config dicts (JSON-compatible), for Functional and any layer."""
 import collections
 
+import numpy as np
+
 from kgraph import tree
 from kgraph.keras_tensor import KerasTensor
 from kgraph.layer import get_registered_layer
 
+OPS_MODULE = "kgraph.ops"
+
 
 def serialize_layer(layer):
-    """``{"class_name", "config", "build_config"}`` for one layer."""
+    """``{"class_name", "config", "build_config"}`` for one layer (or op Operation)."""
     out = {"class_name": type(layer).__name__, "config": layer.get_config()}
-    build = layer.get_build_config() if not hasattr(layer, "nodes_by_depth") else None
+    if getattr(layer, "op_name", None) is not None:
+        out["module"] = OPS_MODULE  # op classes share names with layers (Add, Concatenate...)
+    build = layer.get_build_config() if hasattr(layer, "get_build_config") and \
+        not hasattr(layer, "nodes_by_depth") else None
     if build is not None:
         out["build_config"] = build
     return out
 
 
-def _find_class(class_name, custom_objects):
+def _find_class(class_name, custom_objects, module=None):
+    from kgraph.ops.operations import get_op_class
+    if module == OPS_MODULE:
+        cls = get_op_class(class_name)
+        if cls is None:
+            raise ValueError(f"Unknown operation '{class_name}': no `kgraph.ops` function has that name.")
+        return cls
     cls = (custom_objects or {}).get(class_name) or get_registered_layer(class_name)
     if cls is None:
         raise ValueError(f"Unknown layer class '{class_name}'. If it is a custom layer, import the module "
@@ -26,7 +39,7 @@ def _find_class(class_name, custom_objects):
 
 def deserialize_layer(data, custom_objects=None):
     """Rebuild a layer from ``serialize_layer`` output."""
-    cls = _find_class(data["class_name"], custom_objects)
+    cls = _find_class(data["class_name"], custom_objects, data.get("module"))
     if hasattr(cls, "nodes_by_depth") or data["class_name"] in ("Functional", "Sequential"):
         layer = cls.from_config(data["config"], custom_objects=custom_objects)
     else:
@@ -54,40 +67,92 @@ def _shapes_to_tuples(value):
 
 
 def functional_config(model):
-    """Keras-style functional config: layers with their inbound nodes, input and output layers."""
+    """Keras-style functional config: operations with their inbound nodes, input and output layers."""
+    operations = model.operations
     in_model = {id(node) for nodes in model.nodes_by_depth.values() for node in nodes}
-    # Renumber each layer's nodes to those that belong to this model, in creation order.
+    # Renumber each operation's nodes to those that belong to this model, in creation order.
     kept = {}
-    for layer in model.layers:
+    for op in operations:
         count = 0
-        for i, node in enumerate(layer._inbound_nodes):
+        for i, node in enumerate(op._inbound_nodes):
             if id(node) in in_model:
-                kept[(id(layer), i)] = count
+                kept[(id(op), i)] = count
                 count += 1
 
     def ref(t):
-        layer, n, i = t._keras_history
-        return [layer.name, kept[(id(layer), n)], i]
+        op, n, i = t._keras_history
+        return [op.name, kept[(id(op), n)], i]
 
     def encode(value):
-        if isinstance(value, KerasTensor):
-            return {"__keras_tensor__": ref(value)}
-        return value
+        return encode_argument(value, ref)
 
     layers = []
-    for layer in model.layers:
-        data = serialize_layer(layer)
-        data["name"] = layer.name
+    for op in operations:
+        data = serialize_layer(op)
+        data["name"] = op.name
         nodes = []
-        for i, node in enumerate(layer._inbound_nodes):
-            if (id(layer), i) in kept and not node.is_input:
-                nodes.append({"args": tree.map_structure(encode, list(node.call_args)),
-                              "kwargs": tree.map_structure(encode, node.call_kwargs)})
+        for i, node in enumerate(op._inbound_nodes):
+            if (id(op), i) in kept and not node.is_input:
+                nodes.append({"args": [encode(a) for a in node.call_args],
+                              "kwargs": {k: encode(v) for k, v in node.call_kwargs.items()}})
         data["inbound_nodes"] = nodes
         layers.append(data)
     return {"name": model.name, "trainable": model.trainable, "layers": layers,
             "input_layers": tree.map_structure(ref, model._inputs_struct),
             "output_layers": tree.map_structure(ref, model._outputs_struct)}
+
+
+def encode_argument(value, ref):
+    """A call argument as plain data (Keras 3's forms): KerasTensors by ``ref``, tuples, slices, arrays."""
+    if isinstance(value, KerasTensor):
+        return {"class_name": "__keras_tensor__",
+                "config": {"shape": list(value.shape), "dtype": value.dtype, "keras_history": ref(value)}}
+    if isinstance(value, list):
+        return [encode_argument(v, ref) for v in value]
+    if isinstance(value, tuple):
+        return {"class_name": "__tuple__", "config": {"value": [encode_argument(v, ref) for v in value]}}
+    if isinstance(value, dict):
+        return {k: encode_argument(v, ref) for k, v in value.items()}
+    if isinstance(value, slice):
+        return {"class_name": "__slice__", "config": {"start": encode_argument(value.start, ref),
+                                                      "stop": encode_argument(value.stop, ref),
+                                                      "step": encode_argument(value.step, ref)}}
+    if value is Ellipsis:
+        return {"class_name": "__ellipsis__", "config": {}}
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"A call argument of dtype {value.dtype} cannot be saved in a model config; "
+                            "expected a numeric array.")
+        return {"class_name": "__numpy__", "config": {"value": value.tolist(), "dtype": value.dtype.name}}
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"A call argument of type {type(value).__name__} cannot be saved in a model config: "
+                    f"{value!r}. Expected tensors, numbers, strings, slices, or lists/tuples/dicts of them.")
+
+
+def decode_argument(value, tensor):
+    """Invert ``encode_argument``; ``tensor(ref)`` gives the KerasTensor of a reference (or None if not made)."""
+    if isinstance(value, list):
+        return [decode_argument(v, tensor) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"__keras_tensor__"}:  # the form kgraph wrote before Keras 3's
+        return tensor(value["__keras_tensor__"])
+    kind = value.get("class_name")
+    config = value.get("config")
+    if kind == "__keras_tensor__":
+        return tensor(config["keras_history"])
+    if kind == "__tuple__":
+        return tuple(decode_argument(v, tensor) for v in config["value"])
+    if kind == "__slice__":
+        return slice(*(decode_argument(config[k], tensor) for k in ("start", "stop", "step")))
+    if kind == "__ellipsis__":
+        return Ellipsis
+    if kind == "__numpy__":
+        return np.asarray(config["value"], dtype=config["dtype"])
+    return {k: decode_argument(v, tensor) for k, v in value.items()}
 
 
 def _is_ref(value):
@@ -122,16 +187,12 @@ def functional_from_config(cls, config, custom_objects=None):
         return layer._inbound_nodes[n].output_tensors[i]
 
     def decode(value, missing):
-        if isinstance(value, dict) and set(value) == {"__keras_tensor__"}:
-            t = tensor(value["__keras_tensor__"])
+        def find(ref):
+            t = tensor(ref)
             if t is None:
-                missing.append(value["__keras_tensor__"])
+                missing.append(ref)
             return t
-        if isinstance(value, dict):
-            return {k: decode(v, missing) for k, v in value.items()}
-        if isinstance(value, list):
-            return [decode(v, missing) for v in value]
-        return value
+        return decode_argument(value, find)
 
     stalled = 0
     while pending:

@@ -29,7 +29,9 @@ def _connections(layer, model_nodes):
 
 
 def _param_count(layer):
-    return sum(int(np.prod(w.shape)) for w in layer.weights) if layer.built else 0
+    if not getattr(layer, "built", False):  # op nodes have no weights
+        return 0
+    return sum(int(np.prod(w.shape)) for w in layer.weights)
 
 
 def print_summary(model, line_length=None, positions=None, print_fn=None):
@@ -55,7 +57,7 @@ def print_summary(model, line_length=None, positions=None, print_fn=None):
     print_fn("_" * line_length)
     print_fn(row(columns))
     print_fn("=" * line_length)
-    layers = model.layers
+    layers = model.operations if functional and hasattr(model, "operations") else model.layers
     for i, layer in enumerate(layers):
         shape = _shape_text(layer, model_nodes) if functional else "(unbuilt)"
         fields = [f"{layer.name} ({type(layer).__name__})", shape, f"{_param_count(layer):,}"]

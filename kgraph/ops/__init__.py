@@ -2,6 +2,8 @@
 
 Every op accepts ndarrays, Python scalars and ``Variable``s, returns a new
 ndarray, and is recorded by an active ``kgraph.autodiff.GradientTape``.
+Called with a KerasTensor, an op records a node of its Operation in the graph
+being built and returns KerasTensors (``kgraph.ops.operations``).
 """
 from kgraph.ops.conv import *  # noqa: F401,F403
 from kgraph.ops.conv import __all__ as _conv_all
@@ -24,3 +26,15 @@ from kgraph.ops.shape import __all__ as _shape_all
 
 __all__ = sorted(_conv_all + _conv_pool_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
                  + _reductions_all + _shape_all)
+
+
+from kgraph.ops import operations as _operations  # noqa: E402
+
+# Every op becomes symbolic-aware: primitives check for KerasTensors themselves, the others are wrapped.
+for _name in __all__:
+    if _name in ("shape", "ndim", "convert_to_tensor", "convert_to_numpy"):
+        continue
+    if not hasattr(globals()[_name], "_kgraph_primitive"):
+        globals()[_name] = _operations.dispatching(_name, globals()[_name])
+    _operations.register(_name, globals()[_name])
+del _name

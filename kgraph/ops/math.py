@@ -8,13 +8,14 @@ import numpy as np
 
 from kgraph import backend
 from kgraph.autodiff import _value, primitive
+from kgraph.keras_tensor import KerasTensor
 
 __all__ = [
     "abs", "absolute", "add", "all", "any", "arange", "argmax", "argmin", "cast", "ceil", "clip",
     "convert_to_numpy", "convert_to_tensor", "cos", "divide", "einsum", "equal", "erf",
-    "exp", "expm1", "eye", "floor", "full", "full_like", "greater", "greater_equal", "isfinite",
+    "exp", "expm1", "eye", "floor", "floor_divide", "full", "full_like", "greater", "greater_equal", "isfinite",
     "isnan", "less", "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or",
-    "matmul", "maximum", "minimum", "multiply", "negative",
+    "matmul", "maximum", "minimum", "mod", "multiply", "negative",
     "not_equal", "ones", "ones_like", "power", "reciprocal", "round", "rsqrt", "sign",
     "sin", "sqrt", "square", "stop_gradient", "subtract", "tanh", "true_divide",
     "where", "zeros", "zeros_like",
@@ -415,7 +416,12 @@ def stop_gradient(variable):
 
 
 def convert_to_tensor(x, dtype=None):
-    """Return ``x`` as an ndarray; Python floats become floatx and Python ints int32."""
+    """Return ``x`` as an ndarray; Python floats become floatx and Python ints int32.
+
+    A KerasTensor is returned as it is (cast to ``dtype`` if given).
+    """
+    if isinstance(x, KerasTensor):
+        return x if dtype is None or backend.standardize_dtype(dtype) == x.dtype else cast(x, dtype)
     v = _value(x)
     if dtype is not None:
         return np.asarray(v, dtype=backend.standardize_dtype(dtype))
@@ -446,6 +452,19 @@ def sign(x):
 def floor(x):
     """Elementwise floor; no gradient."""
     return np.floor(x)
+
+
+@_no_gradient
+def floor_divide(x1, x2):
+    """Elementwise ``x1 // x2`` (floor of the quotient); no gradient."""
+    return np.floor_divide(x1, x2)
+
+
+@primitive
+def mod(x1, x2):
+    """Elementwise ``x1 % x2`` with the sign of ``x2`` (Python's and NumPy's rule)."""
+    out = np.mod(x1, x2)
+    return out, lambda g: (g, lambda: -g * np.floor_divide(x1, x2))
 
 
 @_no_gradient

@@ -2,6 +2,7 @@
 import numpy as np
 
 from kgraph.autodiff import _value, primitive
+from kgraph.keras_tensor import KerasTensor
 
 __all__ = [
     "broadcast_to", "concatenate", "expand_dims", "flip", "getitem", "moveaxis", "ndim", "pad",
@@ -11,13 +12,13 @@ __all__ = [
 
 
 def shape(x):
-    """Return the shape of ``x`` as a tuple of ints."""
-    return np.shape(_value(x))
+    """Return the shape of ``x`` as a tuple of ints (``None`` for a KerasTensor's unknown dimensions)."""
+    return x.shape if isinstance(x, KerasTensor) else np.shape(_value(x))
 
 
 def ndim(x):
     """Return the rank of ``x``."""
-    return np.ndim(_value(x))
+    return x.ndim if isinstance(x, KerasTensor) else np.ndim(_value(x))
 
 
 def _back_to(x):

@@ -230,13 +230,16 @@ def test_compute_output_shape_is_used_not_dummy_data():
     assert model.predict(np.ones((2, 3), "float32"), verbose=0).shape == (2, 6)
 
 
-def test_custom_layer_without_output_shape_gives_clear_error():
+def test_custom_layer_without_output_shape_is_traced():
     class NoShape(kgraph.Layer):
         def call(self, x):
-            return x
+            return kgraph.ops.concatenate([x, x[:, :1] * 2.0], axis=-1)
 
-    with pytest.raises(NotImplementedError, match="compute_output_shape"):
-        NoShape()(kgraph.Input(shape=(2,)))
+    inputs = kgraph.Input(shape=(2,))
+    y = NoShape()(inputs)
+    assert y.shape == (None, 3) and y.dtype == "float32"
+    # The trace leaves no trace: the input feeds only the layer's own node.
+    assert [n.outbound_layer for n in inputs._keras_history.layer.outbound_nodes] == [y._keras_history.layer]
 
 
 def test_layer_input_output_properties():

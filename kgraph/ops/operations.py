@@ -1,0 +1,83 @@
+"""The ``kgraph.ops`` functions as graph Operations: called on KerasTensors, each records a Node.
+
+A symbolic call of ``ops.add(x, y)`` creates one ``Add`` operation (class
+names follow Keras 3: ``Add``, ``Matmul``, ``GetItem``...) whose node keeps
+the call's arguments as given, KerasTensors in place. Running the graph calls
+the same eager function on arrays, so one definition gives the value, the
+gradient and (through shape inference) the output spec.
+"""
+import functools
+import inspect
+
+from kgraph.operation import Operation, any_symbolic
+
+_FUNCTIONS = {}
+_CLASSES = {}
+_CLASS_NAMES = {"getitem": "GetItem", "true_divide": "TrueDivide", "logsumexp": "Logsumexp"}
+
+
+def class_name(op_name):
+    """Keras 3's class name for the op ``op_name`` (``add`` -> ``Add``, ``log_softmax`` -> ``LogSoftmax``)."""
+    return _CLASS_NAMES.get(op_name) or "".join(part.capitalize() for part in op_name.split("_"))
+
+
+class OpOperation(Operation):
+    """One symbolic call of a ``kgraph.ops`` function; ``op_name`` and ``fn`` are set per subclass."""
+
+    op_name = None
+    fn = None
+
+    def call(self, *args, **kwargs):
+        return type(self).fn(*args, **kwargs)
+
+    def compute_output_spec(self, *args, **kwargs):
+        from kgraph import shape_inference
+        return shape_inference.output_spec(type(self).fn, args, kwargs, self.name)
+
+    def arguments(self, node):
+        """Every parameter of the op for ``node``'s call, by name, defaults filled in (for converters)."""
+        bound = inspect.signature(type(self).fn).bind(*node.call_args, **node.call_kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+
+def op_class(op_name, fn=None):
+    """The Operation class of the op ``op_name`` (made on first use from its eager function ``fn``)."""
+    cls = _CLASSES.get(op_name)
+    if cls is None:
+        fn = fn or _FUNCTIONS.get(op_name)
+        if fn is None:
+            return None
+        cls = type(class_name(op_name), (OpOperation,), {
+            "op_name": op_name, "fn": staticmethod(fn), "__module__": __name__,
+            "__doc__": f"The ``kgraph.ops.{op_name}`` operation."})
+        _CLASSES[op_name] = cls
+        _CLASSES[cls.__name__] = cls
+    return cls
+
+
+def get_op_class(name):
+    """The op Operation class registered under a class name (``Add``) or op name (``add``), or None."""
+    return _CLASSES.get(name) or op_class(name)
+
+
+def register(op_name, fn):
+    """Make ``fn`` the eager function of the public op ``op_name``."""
+    _FUNCTIONS[op_name] = fn
+
+
+def symbolic_call(op_name, fn, args, kwargs):
+    """Record one call of ``fn`` on KerasTensors as a node of a new ``op_name`` operation."""
+    return op_class(op_name, fn)().symbolic_call(*args, **kwargs)
+
+
+def dispatching(op_name, fn):
+    """``fn`` made symbolic-aware: called with a KerasTensor argument, it records an operation node."""
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if any_symbolic(args, kwargs):
+            return symbolic_call(op_name, op, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return op
