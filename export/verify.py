@@ -1,6 +1,7 @@
 """verify: run the native model and onnxruntime on the same seeded random inputs and compare every output."""
 import dataclasses
 import os
+import tempfile
 
 import numpy as np
 import onnx
@@ -8,10 +9,14 @@ import onnx
 import kgraph
 from export import registry
 from export.exporter import functional_of
+from export.isolation import run_isolated
 from kgraph import tree
 
 LEVELS = ("ORT_ENABLE_ALL", "ORT_DISABLE_ALL")
+BATCHES = (0, 1, 3)
 DYNAMIC_DIM = 5
+# A second length for dynamic axes (a time axis), so a length baked into the graph shows.
+SECOND_LENGTH = 9
 DEFAULT_INT_HIGH = 10
 
 
@@ -26,21 +31,24 @@ class Comparison:
     max_rel: float
     ok: bool
     detail: str = ""
+    steps: int = None
 
     def __str__(self):
         verdict = "ok" if self.ok else "FAIL"
-        line = (f"batch={self.batch:<3d} {self.level:<16s} {self.output:<24s} max_abs={self.max_abs:.3e} "
+        where = f"batch={self.batch:<3d}" + ("" if self.steps is None else f" steps={self.steps:<3d}")
+        line = (f"{where} {self.level:<16s} {self.output:<24s} max_abs={self.max_abs:.3e} "
                 f"max_rel={self.max_rel:.3e} {verdict}")
         return f"{line} ({self.detail})" if self.detail else line
 
 
 @dataclasses.dataclass
 class Report:
-    """Every comparison made by ``verify`` and the tolerance applied."""
+    """Every comparison made by ``verify``, the tolerance applied, and findings (runtime aborts) beside them."""
 
     rtol: float
     atol: float
     comparisons: list
+    findings: list = dataclasses.field(default_factory=list)
 
     @property
     def ok(self):
@@ -97,14 +105,22 @@ def default_sampler(model):
     return sample
 
 
-def make_inputs(model, batch, sampler=None, seed=0):
-    """``{input name: array}`` at ``batch`` from ``sampler(name, shape, dtype, rng)`` (default: default_sampler)."""
+def has_dynamic_axis(model):
+    """Whether an input of ``model`` has a dynamic axis besides the batch (a variable sequence length)."""
+    return any(d is None for t in functional_of(model).inputs for d in t.shape[1:])
+
+
+def make_inputs(model, batch, sampler=None, seed=0, steps=DYNAMIC_DIM):
+    """``{input name: array}`` at ``batch`` from ``sampler(name, shape, dtype, rng)`` (default: default_sampler).
+
+    Dynamic axes other than the batch get ``steps`` elements.
+    """
     functional = functional_of(model)
     sampler = sampler or default_sampler(model)
     rng = np.random.default_rng(seed)
     out = {}
     for tensor, name in zip(functional.inputs, functional.input_names):
-        shape = (batch,) + tuple(DYNAMIC_DIM if d is None else d for d in tensor.shape[1:])
+        shape = (batch,) + tuple(steps if d is None else d for d in tensor.shape[1:])
         out[name] = np.asarray(sampler(name, shape, tensor.dtype, rng))
     return out
 
@@ -150,33 +166,69 @@ def compare(expected, actual, rtol, atol):
     return float(diff.max(initial=0.0)), float(rel.max(initial=0.0)), ok, ""
 
 
-def verify(model, onnx_model, batches=(1, 3), sampler=None, rtol=None, atol=None, seed=0, print_fn=print,
-           levels=LEVELS):
-    """Compare native ``predict`` with onnxruntime on seeded inputs per batch, level and output; return a Report."""
-    # Tolerances default to the loosest the model's layers declare (1e-5 each for plain float32 layers);
-    # `levels` are onnxruntime GraphOptimizationLevel names; print_fn=None is silent.
+def verify(model, onnx_model, batches=BATCHES, sampler=None, rtol=None, atol=None, seed=0, print_fn=print,
+           levels=LEVELS, lengths=None):
+    """Compare native ``predict`` with onnxruntime on seeded inputs per batch, level and output; return a Report.
+
+    Args:
+        batches: batch sizes; a 0-row batch runs onnxruntime in a child process, so an abort of the runtime
+            is a finding in the report (naming the node) rather than the end of the caller.
+        levels: onnxruntime GraphOptimizationLevel names.
+        lengths: sizes of the dynamic non-batch axes; default ``(5, 9)`` for models that have one.
+        rtol, atol: default to the loosest the model's layers declare (1e-5 each for float32 layers).
+        print_fn: called with each line of the report; None is silent.
+    """
     opset = next((o.version for o in _opset_imports(onnx_model) if o.domain in ("", "ai.onnx")), None)
     default_rtol, default_atol = registry.tolerance(leaf_layers(model), opset)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
+    if lengths is None:
+        lengths = (DYNAMIC_DIM, SECOND_LENGTH) if has_dynamic_axis(model) else (None,)
     names = functional_of(model).output_names
-    sessions = {level: session(onnx_model, level) for level in levels}
-    comparisons = []
-    for batch in batches:
-        feeds = make_inputs(model, batch, sampler=sampler, seed=seed + batch)
-        expected = native_outputs(model, feeds)
-        for level, sess in sessions.items():
-            feed = {i.name: feeds[i.name] for i in sess.get_inputs()}
-            actual = sess.run(names, feed)
-            for name, e, a in zip(names, expected, actual):
-                comparisons.append(Comparison(batch, level, name, *compare(e, np.asarray(a), rtol, atol)))
-                if print_fn is not None:
-                    print_fn(str(comparisons[-1]))
-    report = Report(rtol, atol, comparisons)
-    if print_fn is not None:
-        print_fn(f"{'PASS' if report.ok else 'FAIL'}: {len(comparisons) - len(report.failures)}/{len(comparisons)} "
-                 f"comparisons within rtol={rtol:g}, atol={atol:g}")
+    report = Report(rtol, atol, [])
+    say = print_fn or (lambda line: None)
+    cases = [(steps, batch) for steps in lengths for batch in batches]
+    feeds = [make_inputs(model, batch, sampler=sampler, seed=seed + batch + 100 * (steps or 0),
+                         steps=steps or DYNAMIC_DIM) for steps, batch in cases]
+    isolated = [i for i, (_, batch) in enumerate(cases) if batch == 0]
+    outcomes = dict(zip(isolated, _run_isolated(onnx_model, [feeds[i] for i in isolated], names, levels)))
+    sessions = {level: session(onnx_model, level) for level in levels} if len(isolated) < len(cases) else {}
+    for i, ((steps, batch), feed) in enumerate(zip(cases, feeds)):
+        expected = native_outputs(model, feed)
+        if i in outcomes and outcomes[i].abort:
+            report.findings.append(f"batch={batch}" + ("" if steps is None else f" steps={steps}") +
+                                   f": {outcomes[i].abort}")
+            say(f"FINDING: {report.findings[-1]}")
+            continue
+        for level in levels:
+            if i in outcomes:
+                actual = outcomes[i].outputs.get(level)
+                error = outcomes[i].error
+            else:
+                sess = sessions[level]
+                actual, error = sess.run(names, {x.name: feed[x.name] for x in sess.get_inputs()}), ""
+            for k, (name, e) in enumerate(zip(names, expected)):
+                found = (float("inf"), float("inf"), False, error) if error else \
+                    compare(e, np.asarray(actual[k]), rtol, atol)
+                report.comparisons.append(Comparison(batch, level, name, *found, steps=steps))
+                say(str(report.comparisons[-1]))
+    total, failed = len(report.comparisons), len(report.failures)
+    findings = f"; {len(report.findings)} finding(s) above" if report.findings else ""
+    say(f"{'PASS' if report.ok else 'FAIL'}: {total - failed}/{total} comparisons within rtol={rtol:g}, "
+        f"atol={atol:g}{findings}")
     return report
+
+
+def _run_isolated(onnx_model, feeds, names, levels):
+    """``run_isolated`` of each feed on a ModelProto or a path (a proto is written to a temporary file first)."""
+    if not feeds:
+        return []
+    if not isinstance(onnx_model, onnx.ModelProto):
+        return run_isolated([(onnx_model, feed, names) for feed in feeds], levels)
+    with tempfile.TemporaryDirectory(prefix="kgraph-verify-") as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        onnx.save_model(onnx_model, path)
+        return run_isolated([(path, feed, names) for feed in feeds], levels)
 
 
 def _opset_imports(onnx_model):

@@ -168,8 +168,24 @@ class Trainer:
         cl.on_train_end(epoch_logs if epochs > initial_epoch else {})
         return self.history
 
+    def _empty_outputs(self, xs):
+        """The model's outputs for 0 rows: one row of zeros run through the model, then cut to 0 rows."""
+        # Some ops (convolutions, reshapes with -1) cannot size an empty batch; a row of zeros gives every
+        # output its trailing shape, dynamic axes included.
+        row = [np.zeros((1,) + np.shape(x)[1:], dtype=np.asarray(x).dtype) for x in xs]
+        return [np.asarray(y)[:0] for y in self._forward(row, training=False)]
+
+    def _empty_logs(self, xs, ys):
+        """Logs for 0 rows: every loss tracker and metric in its reset state (Keras's 0 for an empty mean)."""
+        if self._compiled.output_metrics is None:
+            self._compiled._build_metrics(ys, self._empty_outputs(xs))
+        results = [np.asarray(m.result()) for m in self.metrics]
+        return {m.name: float(r) if r.ndim == 0 else r for m, r in zip(self.metrics, results)}
+
     def _evaluate_arrays(self, xs, ys, sws, batch_size, cl):
         self.reset_metrics()
+        if len(xs[0]) == 0:
+            return self._empty_logs(xs, ys)
         logs = {}
         for step, index in enumerate(data.batches(len(xs[0]), batch_size, shuffle=False)):
             if cl:
@@ -213,6 +229,8 @@ class Trainer:
             chunks.append(self._forward(data.take(xs, index), training=False))
             cl.on_predict_batch_end(step, {})
         cl.on_predict_end()
+        if n == 0:
+            return self._pack_outputs(self._empty_outputs(xs))
         flat = [np.concatenate([c[i] for c in chunks], axis=0) for i in range(len(chunks[0]))]
         return self._pack_outputs(flat)
 

@@ -223,12 +223,13 @@ def _reduce(ctx, op_type, y, axis):
     return ctx.op(op_type, [y], axes=[axis], keepdims=0)
 
 
-def _fused_merge(ctx, mode, y, sequences):
+def _fused_merge(ctx, mode, y, sequences, units):
     """Merge the two directions of a bidirectional node's Y (T, 2, B, U) or Y_h (2, B, U) in one or two ops."""
     if mode == "concat":
-        # Forward units then backward units along the feature axis.
+        # Forward units then backward units along the feature axis; the size is written out (not -1), so a
+        # 0-row batch reshapes too.
         moved = ctx.op("Transpose", [y], perm=[0, 2, 1, 3] if sequences else [1, 0, 2])
-        shape = [0, 0, -1] if sequences else [0, -1]
+        shape = [0, 0, 2 * units] if sequences else [0, 2 * units]
         return ctx.op("Reshape", [moved, ctx.const(np.array(shape, dtype=np.int64), name="shape")])
     op_type = {"sum": "ReduceSum", "mul": "ReduceProd", "ave": "ReduceMean"}[mode]
     return _reduce(ctx, op_type, y, 1 if sequences else 0)
@@ -249,7 +250,8 @@ def convert_bidirectional(ctx):
         else:
             split_states = [_directions(ctx, outputs[1], 0)] if not sequences and layer.merge_mode is None else []
         if layer.merge_mode is not None:
-            result = [_fused_merge(ctx, layer.merge_mode, outputs[0] if sequences else outputs[1], sequences)]
+            result = [_fused_merge(ctx, layer.merge_mode, outputs[0] if sequences else outputs[1], sequences,
+                                     forward.units)]
         elif sequences:
             # ONNX already gives the reverse direction in input time order, as Keras's flip does.
             result = _directions(ctx, outputs[0], 1)

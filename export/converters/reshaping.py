@@ -39,8 +39,25 @@ def convert_flatten(ctx):
     return Value(y, FeatureOrder(order))
 
 
+def _int64(values):
+    return np.array(values, dtype=np.int64)
+
+
 @converter(layers.Reshape, opset=13)
 def convert_reshape(ctx):
-    """Reshape to ``[0, *target_shape]``: 0 copies the batch size, so none is baked in."""
-    shape = ctx.const(np.array((0,) + tuple(ctx.layer.target_shape), dtype=np.int64), name="shape")
-    return ctx.op("Reshape", [ctx.input(0), shape])
+    """Reshape to ``[0, *output shape]`` with every size written out; 0 copies the batch size (none is baked in)."""
+    # Never a -1: onnxruntime cannot infer a -1 from a 0-row batch. A size that depends on a dynamic input
+    # axis is computed from the input's shape (its elements per row over the product of the known sizes)
+    # and put in place by Mul and Add, not Concat, which onnxruntime's ReshapeFusion would turn back into -1.
+    x = ctx.input(0)
+    dims = (0,) + ctx.output_shape()[1:]
+    if None not in dims:
+        return ctx.op("Reshape", [x, ctx.const(_int64(dims), name="shape")])
+    known = int(np.prod([d for d in dims[1:] if d is not None]))
+    rest = ctx.op("Slice", [ctx.op("Shape", [x]), ctx.const(_int64([1]), name="one"),
+                            ctx.const(_int64([ctx.input_rank()]), name="rank")])
+    size = ctx.op("Div", [ctx.op("ReduceProd", [rest], keepdims=1), ctx.const(_int64([known]), name="known")])
+    slot = ctx.const(_int64([int(d is None) for d in dims]), name="unknown_axis")
+    shape = ctx.op("Add", [ctx.const(_int64([d or 0 for d in dims]), name="known_sizes"),
+                           ctx.op("Mul", [slot, size])])
+    return ctx.op("Reshape", [x, shape])
