@@ -69,6 +69,31 @@ class ConversionContext:
         """ONNX names of every input, each in ``layout``."""
         return [self.input(i, layout, dtype) for i in range(self.num_inputs)]
 
+    @property
+    def arguments(self):
+        """For an op node: every parameter of the op by name, defaults filled in (KerasTensors in place)."""
+        return self.layer.arguments(self.node)
+
+    def tensor(self, value, dtype=None):
+        """ONNX name (native layout) of an op argument: a KerasTensor input, a weight Variable or a constant.
+
+        Constants (Python numbers, NumPy arrays) become initializers of ``dtype`` (default: the node's
+        first output dtype); a KerasTensor input or a Variable is cast to ``dtype`` if it differs.
+        """
+        from kgraph import KerasTensor, Variable
+        if isinstance(value, KerasTensor):
+            for i, t in enumerate(self.node.input_tensors):
+                if t is value:
+                    return self.input(i, NATIVE, dtype)
+            raise self.error(f"its argument {value!r} is not one of the node's inputs")
+        if isinstance(value, Variable):
+            name = self.weight(value)
+            if dtype is not None and np.dtype(dtype) != np.dtype(value.dtype):
+                name = self.op("Cast", [name], to=onnx_dtype(dtype), name="Cast")
+            return name
+        dtype = dtype or (self.output_dtype() if self.num_outputs else None)
+        return self.const(np.asarray(value, dtype=dtype))
+
     def _value(self, i):
         tensor = self.node.input_tensors[i]
         try:
@@ -101,6 +126,7 @@ class ConversionContext:
         return self.builder.unique_name(f"{self.scope}/{base}" if self.scope else base)
 
     def error(self, message):
-        """An ExportError naming this layer and its class, for converters to raise."""
-        return ExportError(f"Cannot export layer '{self.layer.name}' ({type(self.layer).__name__}): {message}")
+        """An ExportError naming this layer (or operation) and its class, for converters to raise."""
+        what = "operation" if getattr(self.layer, "op_name", None) else "layer"
+        return ExportError(f"Cannot export {what} '{self.layer.name}' ({type(self.layer).__name__}): {message}")
 

@@ -1,17 +1,21 @@
 """to_onnx: walk a kgraph model's nodes deepest depth first and emit each layer call through its converter."""
 import os
 import tempfile
+import traceback
 
 import onnx
 from onnx import helper
 
 import kgraph
+from kgraph import graph, tracing
+from kgraph.ops.operations import OpOperation
+
 from export import converters  # noqa: F401  (registers every converter)
 from export import writer
 from export.builder import NATIVE, GraphBuilder, Value
 from export.context import ConversionContext
 from export.opsets import ir_version_for, max_ir_version, resolve_opset
-from export.registry import ExportError, lookup
+from export.registry import ExportError, has_converter, lookup, lookup_op
 
 BATCH = "batch"
 
@@ -39,17 +43,23 @@ class _Walk:
         """Convert ``functional``'s nodes given ``values`` (id of KerasTensor -> Value) for its inputs."""
         for depth in sorted(functional.nodes_by_depth, reverse=True):
             for node in functional.nodes_by_depth[depth]:
-                if node.is_input:
-                    continue
-                layer = node.outbound_layer
-                scope = prefix + layer.name
-                if isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
-                    self._nested(layer, node, values, scope)
-                else:
-                    self._layer(layer, node, values, scope)
+                if not node.is_input:
+                    self.node(node, values, prefix)
 
-    def _layer(self, layer, node, values, scope):
-        entry = lookup(layer, self.builder.opset)
+    def node(self, node, values, prefix):
+        """Convert one node: an op, a nested model, a layer with a converter, or a layer traced into ops."""
+        layer = node.outbound_layer
+        scope = prefix + layer.name
+        if isinstance(layer, OpOperation):
+            self._convert(layer, node, values, scope, lookup_op(layer, self.builder.opset))
+        elif isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
+            self._nested(layer, node, values, scope)
+        elif has_converter(type(layer)):
+            self._convert(layer, node, values, scope, lookup(layer, self.builder.opset))
+        else:
+            self._traced(layer, node, values, scope)
+
+    def _convert(self, layer, node, values, scope, entry):
         if id(layer) not in self._seen:
             self._seen.add(id(layer))
             self.layers.append(layer)
@@ -57,14 +67,14 @@ class _Walk:
         result = entry(ctx)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
         if len(results) != len(node.output_tensors):
-            raise ExportError(f"The converter {entry.fn.__module__}.{entry.fn.__qualname__} of layer "
-                              f"'{layer.name}' returned {len(results)} outputs; expected "
-                              f"{len(node.output_tensors)} (one per output tensor of the layer call).")
+            raise ExportError(f"The converter {entry.fn.__module__}.{entry.fn.__qualname__} of '{layer.name}' "
+                              f"returned {len(results)} outputs; expected {len(node.output_tensors)} (one per "
+                              "output tensor of the call).")
         for tensor, out in zip(node.output_tensors, results):
             if isinstance(out, str):
                 out = Value(out, NATIVE)
             if not isinstance(out, Value):
-                raise ExportError(f"The converter of layer '{layer.name}' returned {out!r}; expected an ONNX "
+                raise ExportError(f"The converter of '{layer.name}' returned {out!r}; expected an ONNX "
                                   "tensor name (str) or an export.builder.Value.")
             values[id(tensor)] = out
 
@@ -75,6 +85,51 @@ class _Walk:
         self.model(inner, inner_values, scope + "/")
         for outer, t in zip(node.output_tensors, inner.outputs):
             values[id(outer)] = inner_values[id(t)]
+
+    def _traced(self, layer, node, values, scope):
+        """A layer with no converter: its ``call`` traced on KerasTensors into op (and layer) nodes."""
+        if id(layer) not in self._seen:
+            self._seen.add(id(layer))
+            self.layers.append(layer)
+        kwargs = dict(node.call_kwargs)
+        if layer._call_accepts_training:
+            kwargs["training"] = False
+        with tracing.scratch():
+            try:
+                inputs, outputs = tracing.trace(layer.call, node.call_args, kwargs)
+                flat = kgraph.tree.flatten(outputs)
+                if len(flat) != len(node.output_tensors) or not all(isinstance(t, kgraph.KerasTensor)
+                                                                    for t in flat):
+                    raise TypeError(f"`call` returned {outputs!r} for symbolic inputs; expected "
+                                    f"{len(node.output_tensors)} KerasTensor(s) computed from the inputs")
+            except ExportError:
+                raise
+            except Exception as err:  # the user's code, traced: any failure becomes one clear export error
+                raise ExportError(_trace_failure(layer, err)) from err
+            inner = {id(inputs[id(t)]): values[id(t)] for t in node.input_tensors if id(t) in inputs}
+            order, _ = graph.topological_nodes(set(inner), flat)
+            for inner_node in order:
+                if not inner_node.is_input and not isinstance(inner_node.outbound_layer, tracing.Placeholder):
+                    self.node(inner_node, inner, scope + "/")
+            for outer, t in zip(node.output_tensors, flat):
+                values[id(outer)] = inner[id(t)]
+
+
+def _trace_failure(layer, err):
+    """The message for a layer whose ``call`` cannot be traced: where in the user's code, and the remedies."""
+    where = ""
+    package = os.path.dirname(kgraph.__file__)
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if not f.filename.startswith(package) and os.sep + "numpy" + os.sep not in f.filename
+              and f.filename != __file__]
+    if frames:
+        frame = frames[-1]
+        where = f" at {frame.filename}:{frame.lineno} (`{(frame.line or '').strip()}`)"
+    cls = type(layer).__name__
+    return (f"Cannot export layer '{layer.name}' ({cls}): it has no ONNX converter, and tracing its `call` on "
+            f"symbolic tensors failed{where}: {type(err).__name__}: {err}. Write `call` with `kgraph.ops` "
+            "functions and tensor operators only (no NumPy functions that are not ops, no Python `if` on "
+            f"tensor values), or register a converter with `@export.converter({cls}, opset=13)`.")
 
 
 def build(model, opset=None, source=None):

@@ -6,6 +6,7 @@ DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-5
 
 _CONVERTERS = {}
+_OP_CONVERTERS = {}
 _INHERITING = set()
 
 
@@ -52,6 +53,48 @@ def converter(layer_class, opset=13, *, rtol=None, atol=None):
         return fn
 
     return register
+
+
+def op_converter(op_name, opset=13, *, rtol=None, atol=None):
+    """Decorator registering ``fn(ctx)`` as the converter of the ``kgraph.ops`` op ``op_name`` from ``opset`` on."""
+    # Same rules as `converter`: the variant with the highest opset not above the target wins.
+    if not isinstance(op_name, str):
+        raise TypeError(f"op_converter() expects an op name such as 'add'. Received: {op_name!r}")
+
+    def register(fn):
+        variants = _OP_CONVERTERS.setdefault(op_name, [])
+        if any(v.opset == opset for v in variants):
+            raise ValueError(f"A converter for op '{op_name}' at opset {opset} is already registered.")
+        entry = Converter(op_name, opset, fn, DEFAULT_RTOL if rtol is None else float(rtol),
+                          DEFAULT_ATOL if atol is None else float(atol))
+        bisect.insort(variants, entry, key=lambda v: v.opset)
+        return fn
+
+    return register
+
+
+def has_op_converter(op_name):
+    """Whether some converter (at any opset) is registered for the op ``op_name``."""
+    return op_name in _OP_CONVERTERS
+
+
+def lookup_op(operation, opset):
+    """The converter for an op node's ``operation`` at ``opset``; raises ConverterNotFoundError naming the op."""
+    variants = _OP_CONVERTERS.get(operation.op_name)
+    if not variants:
+        raise ConverterNotFoundError(
+            f"Operation '{operation.name}' (kgraph.ops.{operation.op_name}) has no ONNX converter. Register one "
+            f"with `@export.registry.op_converter('{operation.op_name}', opset=13)`.")
+    usable = [v for v in variants if v.opset <= opset]
+    if not usable:
+        raise ConverterNotFoundError(f"Operation '{operation.name}' (kgraph.ops.{operation.op_name}) needs opset "
+                                     f">= {variants[0].opset}; the export targets opset {opset}.")
+    return usable[-1]
+
+
+def registered_ops():
+    """Every op name with at least one registered converter."""
+    return list(_OP_CONVERTERS)
 
 
 def inherit_converter(layer_class):
@@ -115,7 +158,11 @@ def tolerance(layers, opset):
     """``(rtol, atol)`` for a model made of ``layers``: the loosest its converters or classes declare."""
     rtol, atol = DEFAULT_RTOL, DEFAULT_ATOL
     for layer in layers:
-        if has_converter(type(layer)):
+        if getattr(layer, "op_name", None) is not None:
+            if has_op_converter(layer.op_name):
+                entry = lookup_op(layer, opset)
+                rtol, atol = max(rtol, entry.rtol), max(atol, entry.atol)
+        elif has_converter(type(layer)):
             entry = lookup(layer, opset)
             rtol, atol = max(rtol, entry.rtol), max(atol, entry.atol)
         rtol = max(rtol, float(getattr(type(layer), "export_rtol", rtol)))
