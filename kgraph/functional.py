@@ -4,11 +4,12 @@ import gc
 
 import numpy as np
 
-from kgraph import graph, tree
+from kgraph import graph, planning, tree
 from kgraph.input_layer import Input, InputLayer
 from kgraph.keras_tensor import KerasTensor
 from kgraph.layer import Layer
 from kgraph.model import Model
+from kgraph.node import Node
 
 
 class Functional(Model):
@@ -71,13 +72,13 @@ class Functional(Model):
                              f"'{self.name}'. All operation names should be unique.")
         self._operations = operations
         object.__setattr__(self, "_layers", [op for op in operations if isinstance(op, Layer)])
-        self._plan = [node for depth in sorted(self.nodes_by_depth, reverse=True)
-                      for node in self.nodes_by_depth[depth] if not node.is_input]
-        uses = collections.Counter(id(t) for node in self._plan for t in node.input_tensors)
+        nodes = [node for depth in sorted(self.nodes_by_depth, reverse=True)
+                 for node in self.nodes_by_depth[depth] if not node.is_input]
+        uses = collections.Counter(id(t) for node in nodes for t in node.input_tensors)
         for t in self.outputs:
             uses[id(t)] += 1
         self._uses = dict(uses)
-        self._fusions = _conv_pool_pairs(self._plan, self._uses)
+        self._plan, self._fusions = planning.plan(nodes, self._uses)
 
     # ----- graph views ------------------------------------------------------
     @property
@@ -185,24 +186,11 @@ class Functional(Model):
         """Run the plan (deepest depth first) on a flat list of input arrays."""
         values = {id(t): x for t, x in zip(self.inputs, arrays)}
         remaining = dict(self._uses)
-        fusions = self._fusions
-        fused = set()
         for node in self._plan:
+            if type(node) is not Node:  # a fused step (kgraph.planning)
+                node.run(values, remaining)
+                continue
             layer = node.outbound_layer
-            if fusions:
-                if id(node) in fused:
-                    continue
-                pool_node = fusions.get(id(node))
-                if pool_node is not None and layer.fuses_max_pool(pool_node.outbound_layer):
-                    # A convolution read only by a max pooling: both layers as one op (see _conv_pool_pairs).
-                    x = node.input_tensors[0]
-                    values[id(pool_node.output_tensors[0])] = layer.call_with_max_pool(
-                        values[id(x)], pool_node.outbound_layer)
-                    fused.add(id(pool_node))
-                    remaining[id(x)] -= 1
-                    if remaining[id(x)] == 0:
-                        del values[id(x)]
-                    continue
             if len(node.call_args) == 1 and not node.call_kwargs and isinstance(node.call_args[0], KerasTensor):
                 args, kwargs = (values[id(node.call_args[0])],), {}
             else:
@@ -250,34 +238,6 @@ class Functional(Model):
     def from_config(cls, config, custom_objects=None):
         from kgraph.serialization import functional_from_config
         return functional_from_config(cls, config, custom_objects)
-
-
-def _conv_pool_pairs(plan, uses):
-    """``{id(conv node): pooling node}`` for each convolution whose output only a max pooling reads.
-
-    Such a pair runs as one op (``Layer.call_with_max_pool``) when the layers
-    allow it (``fuses_max_pool``, asked at each run, so later changes to a
-    layer are honoured): the convolution's full output is never made. The
-    convolution's output must not be a model output nor read by any other
-    node (``uses`` counts both).
-    """
-    readers = {}
-    for node in plan:
-        if len(node.call_args) == 1 and not node.call_kwargs and isinstance(node.call_args[0], KerasTensor):
-            readers.setdefault(id(node.call_args[0]), []).append(node)
-    pairs = {}
-    for node in plan:
-        layer = node.outbound_layer
-        if (not hasattr(layer, "fuses_max_pool") or len(node.call_args) != 1 or node.call_kwargs
-                or not isinstance(node.call_args[0], KerasTensor) or len(node.output_tensors) != 1
-                or tree.is_nested(node.outputs)):
-            continue
-        out = node.output_tensors[0]
-        consumers = readers.get(id(out), [])
-        if uses.get(id(out)) == 1 and len(consumers) == 1 and len(consumers[0].output_tensors) == 1 \
-                and layer.fuses_max_pool(consumers[0].outbound_layer):
-            pairs[id(node)] = consumers[0]
-    return pairs
 
 
 def _check_keras_tensors(what, structure):
