@@ -1,4 +1,8 @@
-"""Command line: python -m export model.pkl [-o model.onnx] [--opset N] [--verify] [--triton-repo DIR ...]."""
+"""Command line: python -m export model.pkl [-o model.onnx] [--opset N] [--import MODULE] [--verify] [...].
+
+Every bad input (a missing, empty, corrupt or hostile file, a malformed payload, an unwritable target) is one
+``error:`` line on stderr and a non-zero exit status, never a traceback.
+"""
 import argparse
 import os
 import sys
@@ -17,16 +21,23 @@ def parser():
         prog="python -m export",
         description="Export a saved kgraph model (.pkl) to an ONNX graph that onnxruntime runs with the same "
                     "numbers. The batch axis of every input and output is dynamic.",
-        epilog=f"Exit status: 0 success, {EXIT_EXPORT_FAILED} export failed (nothing written), {EXIT_USAGE} bad "
-               f"arguments, {EXIT_VERIFY_FAILED} --verify found differences beyond tolerance.")
+        epilog=f"Exit status: 0 success, {EXIT_EXPORT_FAILED} the model could not be loaded or exported (nothing "
+               f"written), {EXIT_USAGE} bad arguments (a module given with --import that fails to import included), "
+               f"{EXIT_VERIFY_FAILED} --verify found differences beyond tolerance.")
     p.add_argument("model", help="a model file written by kgraph's model.save() (.pkl)")
     p.add_argument("-o", "--output", metavar="PATH",
                    help="the .onnx file to write (default: the model path with the suffix .onnx); written "
-                        "atomically, so an existing file survives a failed export")
+                        "atomically, so an existing file survives a failed export; the model file itself is "
+                        "refused")
     p.add_argument("--opset", type=int, metavar="N",
                    help=f"the ai.onnx opset to target, from {opsets.MIN_OPSET} to the newest the installed "
                         f"onnx and onnxruntime support (default: {opsets.DEFAULT_OPSET}); the model's IR version "
                         "follows from it")
+    p.add_argument("--import", action="append", dest="imports", default=[], metavar="MODULE",
+                   help="import MODULE (e.g. my_layers, or a package's my_pkg.layers) before loading the model, so "
+                        "the custom layer classes and converters it defines are registered; repeatable; the "
+                        "current directory is importable. The model file itself is still read only as plain "
+                        "data: nothing is imported that is not named here")
     p.add_argument("--verify", action="store_true",
                    help="after writing, run the native model and onnxruntime (graph optimizations on and off) on "
                         "seeded random inputs at batch 1 and 3, print the max absolute and relative difference "
@@ -44,6 +55,18 @@ def parser():
     return p
 
 
+def _same_file(a, b):
+    """Whether paths ``a`` and ``b`` name one file (``b`` need not exist)."""
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _fail(message, status=EXIT_EXPORT_FAILED):
+    print(f"error: {message}", file=sys.stderr)
+    return status
+
+
 def main(argv=None):
     """Run the command line; return the exit status."""
     p = parser()
@@ -57,22 +80,42 @@ def main(argv=None):
     except ExportError as err:
         p.error(str(err))
     output = args.output or os.path.splitext(args.model)[0] + ".onnx"
+    if _same_file(args.model, output):
+        return _fail(f"The output '{output}' is the model file itself; refusing to overwrite the model with "
+                     "ONNX. Expected another path with -o, e.g. -o model.onnx.", EXIT_USAGE)
 
-    import kgraph
+    from export.loading import LoadError, import_modules, load
+    try:
+        import_modules(args.imports)
+    except LoadError as err:
+        return _fail(err, EXIT_USAGE)
+    try:
+        model = load(args.model)
+    except LoadError as err:
+        return _fail(err)
+
     from export.exporter import check, to_onnx
     from export.verify import verify
     try:
-        model = kgraph.load_model(args.model, compile=False)
         proto = to_onnx(model, output, opset=opset, source=args.model)
-        print(f"wrote {output} (opset {opset}, {len(proto.graph.node)} nodes)")
-        if args.triton_repo is not None:
-            name = args.model_name or os.path.splitext(os.path.basename(args.model))[0]
+    except OSError as err:
+        # Named after the file asked for, not the temporary file written beside it first.
+        return _fail(f"Cannot write '{output}': {err.strerror or err}.")
+    except ValueError as err:  # ExportError and the builder's naming errors
+        return _fail(err)
+    except Exception as err:  # noqa: BLE001  (a loadable but inconsistent config can fail inside a converter)
+        return _fail(f"Cannot export '{args.model}': {type(err).__name__}: {err}")
+    print(f"wrote {output} (opset {opset}, {len(proto.graph.node)} nodes)")
+    if args.triton_repo is not None:
+        name = args.model_name or os.path.splitext(os.path.basename(args.model))[0]
+        try:
             path = triton.write_repository(proto, args.triton_repo, name,
                                            args.max_batch_size or triton.DEFAULT_MAX_BATCH_SIZE, check=check)
-            print(f"wrote {os.path.join(args.triton_repo, name, 'config.pbtxt')} and {path}")
-    except (ExportError, OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_EXPORT_FAILED
+        except OSError as err:
+            return _fail(f"Cannot write the Triton repository '{args.triton_repo}': {err.strerror or err}.")
+        except ValueError as err:
+            return _fail(err)
+        print(f"wrote {os.path.join(args.triton_repo, name, 'config.pbtxt')} and {path}")
     if args.verify:
         report = verify(model, output)
         if not report.ok:
