@@ -14,6 +14,7 @@ import uvicorn
 from serve.app import create_app
 from serve.config import RepositoryError
 from serve.control import MODES, ModelControl, Restriction
+from serve.grpc_server import GrpcServer, InferenceServicer
 from serve.repository import Repository, model_names
 from serve.runtime import DEVICES, InferencePool, RuntimeSetupError, default_threads, select_providers
 
@@ -74,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
     parser.add_argument("--port", type=_count(0), default=8000, help="TCP port (default: %(default)s)")
+    parser.add_argument(
+        "--grpc-port",
+        type=_count(0),
+        default=8001,
+        help="TCP port of the gRPC service (inference.GRPCInferenceService) on the same host; "
+        "0 turns gRPC off (default: %(default)s)",
+    )
     parser.add_argument(
         "--device",
         choices=DEVICES,
@@ -205,7 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     def stop() -> None:
         server.should_exit = True
 
-    app = create_app(repository, control, pool, args.max_request_bytes, on_fatal=stop, restriction=args.restricted_api)
+    grpc_server = None
+    if args.grpc_port:
+        servicer = InferenceServicer(repository, control, args.restricted_api)
+        grpc_server = GrpcServer(servicer, args.host, args.grpc_port, args.max_request_bytes)
+    app = create_app(
+        repository, control, pool, args.max_request_bytes, on_fatal=stop, restriction=args.restricted_api,
+        grpc_server=grpc_server,
+    )
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -219,10 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     server = _Server(config, repository)
     logger.info(
-        "serving %s on http://%s:%d with %s, %d inference thread(s), %s, model control %s",
+        "serving %s on http://%s:%d%s with %s, %d inference thread(s), %s, model control %s",
         args.path,
         args.host,
         args.port,
+        f" and grpc port {args.grpc_port}" if args.grpc_port else "",
         " > ".join(providers),
         args.threads,
         f"batching up to {max_batch_size} rows" if max_batch_size > 1 else "batching off",

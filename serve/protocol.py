@@ -114,7 +114,8 @@ def error_body(message: str) -> bytes:
     return orjson.dumps({"error": message})
 
 
-def _shape_text(shape) -> str:
+def shape_text(shape) -> str:
+    """A shape as the error messages write it: [2, 16]."""
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
@@ -134,20 +135,21 @@ def _flag(params: dict, key: str, default: bool, where: str) -> bool:
     return value
 
 
-def _check_shape(spec: TensorSpec, shape, max_rows: int, batchable: bool) -> tuple[int, ...]:
+def check_shape(spec: TensorSpec, shape, max_rows: int, batchable: bool) -> tuple[int, ...]:
+    """A request's shape for an input, checked against the model's (rank, fixed dims, batch limit)."""
     where = f"input '{spec.name}'"
     if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise ProtocolError(f"{where} 'shape' must be a list of non-negative integers, got {shape!r}")
     if spec.shape is not None:
         if len(shape) != len(spec.shape):
             raise ProtocolError(
-                f"{where} has shape {_shape_text(shape)} of rank {len(shape)}, "
-                f"the model expects rank {len(spec.shape)} shape {_shape_text(spec.shape)}"
+                f"{where} has shape {shape_text(shape)} of rank {len(shape)}, "
+                f"the model expects rank {len(spec.shape)} shape {shape_text(spec.shape)}"
             )
         for axis, (got, want) in enumerate(zip(shape, spec.shape)):
             if want >= 0 and got != want:
                 raise ProtocolError(
-                    f"{where} has shape {_shape_text(shape)}, the model expects {_shape_text(spec.shape)} "
+                    f"{where} has shape {shape_text(shape)}, the model expects {shape_text(spec.shape)} "
                     f"(dim {axis} must be {want}, got {got})"
                 )
     if batchable and max_rows and shape[0] > max_rows:
@@ -172,7 +174,7 @@ def _json_tensor(spec: TensorSpec, data, shape: tuple[int, ...], count: int) -> 
         raise ProtocolError(f"{where} has datatype {spec.datatype} but its 'data' holds {holds}")
     if array.size != count:
         raise ProtocolError(
-            f"{where} has shape {_shape_text(shape)} which needs {count} elements, 'data' has {array.size}"
+            f"{where} has shape {shape_text(shape)} which needs {count} elements, 'data' has {array.size}"
         )
     if target.kind in "iu" and array.size:
         info = np.iinfo(target)
@@ -188,7 +190,7 @@ def _reshape(spec: TensorSpec, array: np.ndarray, shape: tuple[int, ...]) -> np.
     try:
         return array.reshape(shape)
     except ValueError as exc:
-        raise ProtocolError(f"input '{spec.name}' has shape {_shape_text(shape)}, which no array can have: {exc}") from None
+        raise ProtocolError(f"input '{spec.name}' has shape {shape_text(shape)}, which no array can have: {exc}") from None
 
 
 def _flat(data) -> list:
@@ -229,7 +231,7 @@ def _binary_tensor(spec: TensorSpec, size, blob: memoryview, offset: int, shape,
     expected = count * spec.dtype.itemsize
     if size != expected:
         raise ProtocolError(
-            f"{where} has shape {_shape_text(shape)} and datatype {spec.datatype}, which take {expected} bytes, "
+            f"{where} has shape {shape_text(shape)} and datatype {spec.datatype}, which take {expected} bytes, "
             f"'binary_data_size' says {size}"
         )
     if offset + size > len(blob):
@@ -282,7 +284,7 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
         datatype = raw.get("datatype")
         if datatype != spec.datatype:
             raise ProtocolError(f"input '{name}' has datatype {datatype!r}, the model expects {spec.datatype}")
-        shape = _check_shape(spec, raw.get("shape"), signature.max_rows_per_request, signature.batchable)
+        shape = check_shape(spec, raw.get("shape"), signature.max_rows_per_request, signature.batchable)
         count = math.prod(shape)
         params = _parameters(raw, f"input '{name}'")
         size = params.get("binary_data_size")
@@ -309,9 +311,9 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
     if missing:
         raise ProtocolError(f"missing input(s) {', '.join(missing)}; the model needs {', '.join(specs)}")
 
-    _check_not_empty(inputs)
+    check_not_empty(inputs)
     outputs = _requested_outputs(request.get("outputs"), signature, binary_default)
-    rows, key = _batch_key(inputs, signature)
+    rows, key = batch_key(inputs, signature)
     return InferRequest(request_id, inputs, outputs, rows, key)
 
 
@@ -337,18 +339,19 @@ def _requested_outputs(raw_outputs, signature: Signature, binary_default: bool) 
     return requested
 
 
-def _check_not_empty(inputs: dict[str, np.ndarray]) -> None:
+def check_not_empty(inputs: dict[str, np.ndarray]) -> None:
+    """Refuse inputs without elements."""
     # onnxruntime's recurrent kernels abort the whole process on an empty batch or an
     # empty sequence, so a tensor without elements never reaches a session.
     for name, array in inputs.items():
         if array.size == 0:
             raise ProtocolError(
-                f"input '{name}' has shape {_shape_text(array.shape)}, which holds no elements; "
+                f"input '{name}' has shape {shape_text(array.shape)}, which holds no elements; "
                 "every input needs at least one row and no dim of size 0"
             )
 
 
-def _batch_key(inputs: dict[str, np.ndarray], signature: Signature) -> tuple[int, tuple | None]:
+def batch_key(inputs: dict[str, np.ndarray], signature: Signature) -> tuple[int, tuple | None]:
     """Rows along axis 0 and the key that mergeable requests share (None: never merge)."""
     if not signature.batchable:
         return 1, None

@@ -27,16 +27,18 @@ def free_port() -> int:
 
 
 class ServeProcess:
-    """A `python -m serve PATH ...` child process on a free loopback port."""
+    """A `python -m serve PATH ...` child process on free loopback ports (REST and gRPC)."""
 
     def __init__(self, path: Path, *flags: str) -> None:
         self.port = free_port()
+        self.grpc_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.address = f"127.0.0.1:{self.port}"
+        self.grpc_address = f"127.0.0.1:{self.grpc_port}"
         self._log = tempfile.NamedTemporaryFile(prefix="serve-", suffix=".log", delete=False)
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "serve", str(path), "--port", str(self.port), *flags],
+            [sys.executable, "-m", "serve", str(path), "--port", str(self.port), "--grpc-port", str(self.grpc_port), *flags],
             cwd=ROOT,
             env=env,
             stdout=self._log,

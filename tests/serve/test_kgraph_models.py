@@ -1,6 +1,7 @@
 """The pipeline's last hop: a trained kgraph model, exported, served, answers like native predict."""
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 import export
@@ -47,6 +48,27 @@ def test_tritonclient_matches_native_predict(trained, start_server, binary):
     client.close()
     # float32 end to end; onnxruntime's Gemm and NumPy's matmul may sum in different orders.
     np.testing.assert_allclose(result.as_numpy("probs"), native_probs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(result.as_numpy("score"), native_score, rtol=1e-5, atol=1e-5)
+
+
+def test_tritonclient_grpc_matches_native_predict(trained, start_server):
+    model, path = trained
+    server = start_server(path)
+    rng = np.random.default_rng(2)
+    image = rng.normal(size=(3, 8, 8, 1)).astype("float32")
+    extra = rng.normal(size=(3, 3)).astype("float32")
+    native_probs, native_score = model.predict([image, extra], verbose=0)
+    client = grpcclient.InferenceServerClient(server.grpc_address)
+    inputs = [grpcclient.InferInput("image", list(image.shape), "FP32"),
+              grpcclient.InferInput("extra", list(extra.shape), "FP32")]
+    inputs[0].set_data_from_numpy(image)
+    inputs[1].set_data_from_numpy(extra)
+    result = client.infer("two_headed", inputs, outputs=[grpcclient.InferRequestedOutput("score")])
+    probs = client.infer("two_headed", inputs).as_numpy("probs")
+    client.close()
+    assert result.as_numpy("probs") is None
+    # float32 end to end; onnxruntime's Gemm and NumPy's matmul may sum in different orders.
+    np.testing.assert_allclose(probs, native_probs, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(result.as_numpy("score"), native_score, rtol=1e-5, atol=1e-5)
 
 

@@ -1,0 +1,132 @@
+"""Open Inference Protocol gRPC tensors to and from NumPy, with the same validation as REST."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from serve.protocol import (
+    InferRequest,
+    ProtocolError,
+    Signature,
+    TensorSpec,
+    batch_key,
+    check_not_empty,
+    check_shape,
+    datatype_of,
+    shape_text,
+)
+from serve.proto import inference_pb2 as pb
+
+# The typed 'contents' field that carries each datatype (FP16 travels only as raw bytes).
+_CONTENTS_FIELD = {
+    "BOOL": "bool_contents",
+    "UINT8": "uint_contents",
+    "UINT16": "uint_contents",
+    "UINT32": "uint_contents",
+    "UINT64": "uint64_contents",
+    "INT8": "int_contents",
+    "INT16": "int_contents",
+    "INT32": "int_contents",
+    "INT64": "int64_contents",
+    "FP32": "fp32_contents",
+    "FP64": "fp64_contents",
+}
+
+
+def _raw_tensor(spec: TensorSpec, raw: bytes, index: int, shape: tuple[int, ...], count: int) -> np.ndarray:
+    expected = count * spec.dtype.itemsize
+    if len(raw) != expected:
+        raise ProtocolError(
+            f"input '{spec.name}' has shape {shape_text(shape)} and datatype {spec.datatype}, which take "
+            f"{expected} bytes, raw_input_contents[{index}] has {len(raw)}"
+        )
+    array = np.frombuffer(raw, dtype=spec.dtype, count=count).reshape(shape)
+    if spec.datatype == "BOOL" and count and array.view(np.uint8).max() > 1:
+        raise ProtocolError(f"input '{spec.name}' is BOOL, its raw bytes must each be 0 or 1")
+    return array
+
+
+def _typed_tensor(spec: TensorSpec, contents: pb.InferTensorContents, shape: tuple[int, ...], count: int) -> np.ndarray:
+    field = _CONTENTS_FIELD.get(spec.datatype)
+    if field is None:
+        raise ProtocolError(f"input '{spec.name}' is {spec.datatype}, which gRPC carries only in raw_input_contents")
+    values = getattr(contents, field)
+    if len(values) != count:
+        raise ProtocolError(
+            f"input '{spec.name}' has shape {shape_text(shape)} which needs {count} elements, "
+            f"contents.{field} has {len(values)}"
+        )
+    if spec.dtype.kind in "iu" and count:
+        info = np.iinfo(spec.dtype)
+        low, high = min(values), max(values)
+        if low < info.min or high > info.max:
+            raise ProtocolError(
+                f"input '{spec.name}' has datatype {spec.datatype} whose range is [{info.min}, {info.max}], "
+                f"contents.{field} holds {low if low < info.min else high}"
+            )
+    return np.array(values, dtype=spec.dtype).reshape(shape)
+
+
+def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> InferRequest:
+    """Validate a ModelInferRequest against a model, as parse_infer_request does for REST."""
+    if not request.inputs:
+        raise ProtocolError("request 'inputs' must be a non-empty list of tensors")
+    raw = request.raw_input_contents
+    if raw and len(raw) != len(request.inputs):
+        raise ProtocolError(
+            f"raw_input_contents has {len(raw)} entries, the request has {len(request.inputs)} inputs; "
+            "send every input raw or none"
+        )
+    specs = {spec.name: spec for spec in signature.inputs}
+    inputs: dict[str, np.ndarray] = {}
+    for index, tensor in enumerate(request.inputs):
+        spec = specs.get(tensor.name)
+        if spec is None:
+            raise ProtocolError(f"unknown input {tensor.name!r}; the model's inputs are {', '.join(specs)}")
+        if tensor.name in inputs:
+            raise ProtocolError(f"input '{tensor.name}' is given more than once")
+        if tensor.datatype != spec.datatype:
+            raise ProtocolError(
+                f"input '{tensor.name}' has datatype {tensor.datatype!r}, the model expects {spec.datatype}"
+            )
+        shape = check_shape(spec, list(tensor.shape), signature.max_rows_per_request, signature.batchable)
+        count = math.prod(shape)
+        if "shared_memory_region" in tensor.parameters:
+            raise ProtocolError(f"input '{tensor.name}' uses shared memory, which this server does not support")
+        if raw:
+            inputs[tensor.name] = _raw_tensor(spec, raw[index], index, shape, count)
+        elif tensor.HasField("contents"):
+            inputs[tensor.name] = _typed_tensor(spec, tensor.contents, shape, count)
+        else:
+            raise ProtocolError(f"input '{tensor.name}' has neither contents nor raw_input_contents")
+    missing = [name for name in specs if name not in inputs]
+    if missing:
+        raise ProtocolError(f"missing input(s) {', '.join(missing)}; the model needs {', '.join(specs)}")
+    check_not_empty(inputs)
+    names = [spec.name for spec in signature.outputs]
+    outputs: list[tuple[str, bool]] = []
+    for wanted in request.outputs:
+        if wanted.name not in names:
+            raise ProtocolError(f"unknown output {wanted.name!r}; the model's outputs are {', '.join(names)}")
+        if any(wanted.name == seen for seen, _ in outputs):
+            raise ProtocolError(f"output '{wanted.name}' is requested more than once")
+        if "classification" in wanted.parameters:
+            raise ProtocolError(f"output '{wanted.name}' asks for classification, which this server does not support")
+        outputs.append((wanted.name, True))
+    rows, key = batch_key(inputs, signature)
+    return InferRequest(request.id, inputs, outputs or [(name, True) for name in names], rows, key)
+
+
+def encode_grpc_response(
+    model_name: str, model_version: str, request_id: str, outputs: list[tuple[str, np.ndarray, bool]]
+) -> pb.ModelInferResponse:
+    """A ModelInferResponse carrying every output as little-endian raw_output_contents."""
+    response = pb.ModelInferResponse(model_name=model_name, model_version=model_version, id=request_id)
+    for name, array, _ in outputs:
+        response.outputs.add(name=name, datatype=datatype_of(array), shape=array.shape)
+        response.raw_output_contents.append(
+            np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+        )
+    return response

@@ -1,0 +1,146 @@
+"""The gRPC service with NVIDIA's tritonclient.grpc: raw tensors, async calls, outputs, statistics, errors."""
+
+from __future__ import annotations
+
+import queue
+
+import grpc
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+from tests.serve import models
+from tests.serve.harness import reference
+
+
+@pytest.fixture(scope="module")
+def server(start_server, repository):
+    return start_server(repository)
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    client = grpcclient.InferenceServerClient(server.grpc_address)
+    yield client
+    client.close()
+
+
+def _input(name: str, array: np.ndarray, datatype: str) -> grpcclient.InferInput:
+    tensor = grpcclient.InferInput(name, list(array.shape), datatype)
+    tensor.set_data_from_numpy(array)
+    return tensor
+
+
+def test_health_and_metadata(client):
+    assert client.is_server_live() and client.is_server_ready()
+    assert client.is_model_ready("mlp") and client.is_model_ready("mlp", "1")
+    meta = client.get_server_metadata(as_json=True)
+    assert meta["name"] == "kgraph-serve" and "model_repository" in meta["extensions"]
+    model = client.get_model_metadata("multi", as_json=True)
+    assert model["platform"] == "onnxruntime_onnx"
+    assert [(t["name"], t["datatype"], t["shape"]) for t in model["inputs"]] == [
+        ("features", "FP32", ["-1", "4"]), ("ids", "INT64", ["-1", "3"])]
+    assert client.get_model_metadata("mlp", as_json=True)["versions"] == ["1", "2"]
+    config = client.get_model_config("mlp", as_json=True)["config"]
+    assert config["max_batch_size"] == 8
+    assert config["dynamic_batching"] == {"max_queue_delay_microseconds": "3000"}
+    assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": ["16"]}]
+
+
+def test_infer_matches_onnxruntime(client, repository):
+    rng = np.random.default_rng(40)
+    features = rng.standard_normal((3, 4)).astype(np.float32)
+    ids = rng.integers(-50, 50, (3, 3)).astype(np.int64)
+    result = client.infer("multi", [_input("features", features, "FP32"), _input("ids", ids, "INT64")], request_id="g-1")
+    want = reference(repository / "multi" / "1" / "model.onnx", {"features": features, "ids": ids})
+    # Same onnxruntime build and the same single-request run: the results are bit-identical.
+    np.testing.assert_array_equal(result.as_numpy("scores"), want["scores"])
+    np.testing.assert_array_equal(result.as_numpy("shifted"), want["shifted"])
+    response = result.get_response()
+    assert (response.id, response.model_name, response.model_version) == ("g-1", "multi", "1")
+
+
+def test_requested_outputs_and_versions(client, repository):
+    features = np.ones((2, 4), np.float32)
+    ids = np.arange(6, dtype=np.int64).reshape(2, 3)
+    result = client.infer("multi", [_input("features", features, "FP32"), _input("ids", ids, "INT64")],
+                          outputs=[grpcclient.InferRequestedOutput("shifted")])
+    assert result.as_numpy("scores") is None
+    np.testing.assert_array_equal(result.as_numpy("shifted"), ids * 3 + 1)
+    x = np.random.default_rng(41).standard_normal((2, 16)).astype(np.float32)
+    old = client.infer("mlp", [_input("x", x, "FP32")], model_version="1")
+    np.testing.assert_allclose(old.as_numpy("y"), reference(repository / "mlp" / "1" / "model.onnx", {"x": x})["y"],
+                               rtol=1e-6)
+    assert old.get_response().model_version == "1"
+
+
+def test_every_datatype_round_trips(client):
+    inputs, arrays = [], {}
+    for datatype, (_, dtype) in models.DATATYPES.items():
+        array = (np.arange(4) % 2).astype(dtype).reshape(2, 2)
+        arrays[datatype] = array
+        inputs.append(_input(f"in_{datatype}", array, datatype))
+    result = client.infer("types", inputs)
+    for datatype, array in arrays.items():
+        got = result.as_numpy(f"out_{datatype}")
+        assert got.dtype == array.dtype
+        np.testing.assert_array_equal(got, array)
+
+
+def test_async_infer_runs_concurrently(client, repository):
+    done: queue.Queue = queue.Queue()
+    xs = [np.random.default_rng(50 + i).standard_normal((1, 16)).astype(np.float32) for i in range(16)]
+    for i, x in enumerate(xs):
+        client.async_infer("mlp", [_input("x", x, "FP32")], callback=lambda result, error, i=i: done.put((i, result, error)),
+                           request_id=str(i))
+    answers = [done.get(timeout=30) for _ in xs]
+    for i, result, error in answers:
+        assert error is None
+        assert result.get_response().id == str(i)
+        want = reference(repository / "mlp" / "2" / "model.onnx", {"x": xs[i]})["y"]
+        # Merged runs may sum in another order than a one-row run.
+        np.testing.assert_allclose(result.as_numpy("y"), want, rtol=1e-5, atol=1e-7)
+
+
+def test_statistics_count_grpc_requests(client):
+    before = client.get_inference_statistics("rowsum", as_json=True)["model_stats"][0]
+    client.infer("rowsum", [_input("x", np.ones((2, 7), np.float32), "FP32")])
+    after = client.get_inference_statistics("rowsum", "1", as_json=True)["model_stats"][0]
+    assert int(after["inference_stats"]["success"]["count"]) == int(before["inference_stats"]["success"].get("count", 0)) + 1
+    assert int(after["inference_count"]) == int(before.get("inference_count", 0)) + 2
+    everything = client.get_inference_statistics(as_json=True)["model_stats"]
+    assert {(s["name"], s["version"]) for s in everything} >= {("mlp", "1"), ("mlp", "2"), ("rowsum", "1")}
+    index = client.get_model_repository_index(as_json=True)["models"]
+    assert {"name": "mlp", "version": "2", "state": "READY"} in index
+
+
+@pytest.mark.parametrize(
+    "model, version, inputs, code, message",
+    [
+        ("nope", "", [("x", np.ones((1, 16), np.float32), "FP32")], grpc.StatusCode.NOT_FOUND, "unknown model 'nope'"),
+        ("mlp", "²", [("x", np.ones((1, 16), np.float32), "FP32")], grpc.StatusCode.NOT_FOUND, "no version '²'"),
+        ("mlp", "", [("x", np.ones((1, 15), np.float32), "FP32")], grpc.StatusCode.INVALID_ARGUMENT, "dim 1 must be 16"),
+        ("mlp", "", [("x", np.ones((0, 16), np.float32), "FP32")], grpc.StatusCode.INVALID_ARGUMENT, "no elements"),
+        ("mlp", "", [("x", np.ones((1, 16), np.float64), "FP64")], grpc.StatusCode.INVALID_ARGUMENT, "expects FP32"),
+        ("multi", "", [("features", np.ones((2, 4), np.float32), "FP32"), ("ids", np.ones((3, 3), np.int64), "INT64")],
+         grpc.StatusCode.INVALID_ARGUMENT, "inputs disagree on the batch size"),
+        ("gather", "", [("data", np.ones((1, 4), np.float32), "FP32"), ("idx", np.full((1, 2), 9, np.int64), "INT64")],
+         grpc.StatusCode.INVALID_ARGUMENT, "model execution failed"),
+    ],
+    ids=["unknown-model", "unicode-version", "wrong-dim", "zero-rows", "wrong-datatype", "batch-disagreement", "bad-values"],
+)
+def test_errors_carry_matching_status_codes(client, model, version, inputs, code, message):
+    with pytest.raises(InferenceServerException) as error:
+        client.infer(model, [_input(*spec) for spec in inputs], model_version=version)
+    assert error.value.status() == str(code)
+    assert message in error.value.message()
+    assert client.is_server_ready()
+
+
+def test_model_control_is_refused_in_none_mode(client):
+    with pytest.raises(InferenceServerException) as error:
+        client.unload_model("mlp")
+    assert error.value.status() == str(grpc.StatusCode.INVALID_ARGUMENT)
+    assert "--model-control-mode explicit" in error.value.message()
+    assert client.is_model_ready("mlp")
