@@ -10,6 +10,7 @@ from kgraph.keras_tensor import KerasHistory, KerasTensor  # noqa: E402
 from kgraph.layer import Layer  # noqa: E402
 from kgraph.model import Model  # noqa: E402
 from kgraph.node import Node  # noqa: E402
+from kgraph.operation import Operation  # noqa: E402
 from kgraph.saving import load_model  # noqa: E402
 from kgraph.sequential import Sequential  # noqa: E402
 from kgraph.variable import Variable  # noqa: E402

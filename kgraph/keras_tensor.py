@@ -42,7 +42,22 @@ class KerasTensor:
 
     # Operators record ``kgraph.ops`` nodes, as in Keras 3. ``==``/``!=`` keep Python's identity meaning
     # (graph code compares tensors); use ``ops.equal``/``ops.not_equal`` for elementwise comparison.
-    __array_ufunc__ = None  # ``ndarray <op> KerasTensor`` comes back to the reflected operator
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy hands ``np.exp(x)``, ``ndarray + x`` and ``x.sum()``-style reductions to the matching op.
+        from kgraph import numpy_dispatch
+        result = numpy_dispatch.call_ufunc(ufunc, method, inputs, kwargs)
+        if result is numpy_dispatch.NOT_AN_OP:
+            raise TypeError(f"`numpy.{ufunc.__name__}` ({method}) is not a kgraph op, so it cannot be applied to "
+                            f"a symbolic tensor. Received: {self!r}. Use the matching `kgraph.ops` function.")
+        return result
+
+    def __array_function__(self, func, types, args, kwargs):
+        from kgraph import numpy_dispatch
+        result = numpy_dispatch.call_function(func, args, kwargs)
+        if result is numpy_dispatch.NOT_AN_OP:
+            raise TypeError(f"`numpy.{func.__name__}` is not a kgraph op, so it cannot be applied to a symbolic "
+                            f"tensor. Received: {self!r}. Use the matching `kgraph.ops` function.")
+        return result
 
     def _op(self, name, *args):
         from kgraph import ops
@@ -88,6 +103,18 @@ class KerasTensor:
 
     def astype(self, dtype):
         return self._op("cast", self, dtype)
+
+    def sum(self, axis=None, keepdims=False):
+        return self._op("sum", self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return self._op("mean", self, axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return self._op("max", self, axis, keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return self._op("min", self, axis, keepdims)
 
 
 def is_keras_tensor(x):

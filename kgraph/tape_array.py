@@ -14,32 +14,9 @@ recording, a TapeArray behaves as a plain ndarray.
 """
 import numpy as np
 
-_ndarray = np.ndarray
+from kgraph import numpy_dispatch
 
-# ufunc name -> kgraph.ops function, for ufunc(...) calls with inputs only.
-_UFUNCS = {
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "true_divide": "divide",
-    "divide": "divide", "negative": "negative", "power": "power", "matmul": "matmul", "exp": "exp",
-    "expm1": "expm1", "log": "log", "log1p": "log1p", "sqrt": "sqrt", "square": "square",
-    "reciprocal": "reciprocal", "absolute": "abs", "tanh": "tanh", "sin": "sin", "cos": "cos",
-    "maximum": "maximum", "minimum": "minimum", "sign": "sign", "floor": "floor", "ceil": "ceil",
-    "rint": "round", "floor_divide": "floor_divide", "remainder": "mod",
-}
-# ufunc name -> kgraph.ops reduction, for ufunc.reduce (what ``x.sum()``/``np.max`` call).
-_REDUCTIONS = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod"}
-# NumPy function name -> kgraph.ops function taking the same leading arguments.
-_FUNCTIONS = {
-    "concatenate": "concatenate", "stack": "stack", "reshape": "reshape", "transpose": "transpose",
-    "expand_dims": "expand_dims", "squeeze": "squeeze", "clip": "clip", "where": "where",
-    "einsum": "einsum", "tile": "tile", "repeat": "repeat", "take": "take",
-    "take_along_axis": "take_along_axis", "pad": "pad", "cumsum": "cumsum", "moveaxis": "moveaxis",
-    "swapaxes": "swapaxes", "split": "split", "flip": "flip", "roll": "roll", "ravel": "ravel",
-    "broadcast_to": "broadcast_to", "matmul": "matmul", "zeros_like": "zeros_like",
-    "ones_like": "ones_like", "full_like": "full_like", "abs": "abs", "absolute": "abs",
-    "maximum": "maximum", "minimum": "minimum", "unstack": "unstack",
-}
-_REDUCING_FUNCTIONS = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min",
-                       "amin": "min", "prod": "prod", "var": "var", "std": "std"}
+_ndarray = np.ndarray
 
 
 def _recording():
@@ -75,13 +52,6 @@ def _no_gradient(what, result):
     return result
 
 
-def _reduce(op_name, x, axis=None, dtype=None, out=None, keepdims=False, **extra):
-    if dtype is not None or out is not None or extra:
-        raise TypeError(f"kgraph records `{op_name}` on a TapeArray with `axis` and `keepdims` only. "
-                        f"Received: dtype={dtype!r}, out={out!r}, {extra}")
-    return getattr(_ops(), op_name)(x, axis=axis, keepdims=bool(keepdims))
-
-
 class TapeArray(_ndarray):
     """An ndarray recorded by a GradientTape; NumPy operations on it are recorded as ``kgraph.ops``."""
 
@@ -91,12 +61,9 @@ class TapeArray(_ndarray):
                 raise TypeError(
                     f"In-place `{ufunc.__name__}` on an array that a GradientTape is recording: it would "
                     "overwrite a value the gradient needs. Compute a new array instead (e.g. `x = x + y`).")
-            if method == "__call__" and ufunc.__name__ in _UFUNCS and not kwargs:
-                return getattr(_ops(), _UFUNCS[ufunc.__name__])(*inputs)
-            if method == "reduce" and ufunc.__name__ in _REDUCTIONS:
-                return _reduce(_REDUCTIONS[ufunc.__name__], *inputs, **kwargs)
-            if method == "accumulate" and ufunc.__name__ == "add" and set(kwargs) <= {"axis"}:
-                return _ops().cumsum(inputs[0], axis=kwargs.get("axis", 0))
+            result = numpy_dispatch.call_ufunc(ufunc, method, inputs, kwargs)
+            if result is not numpy_dispatch.NOT_AN_OP:
+                return result
         kwargs = {k: _plain(v) for k, v in kwargs.items()}
         result = getattr(ufunc, method)(*_plain(inputs), **kwargs)
         return _no_gradient(f"`numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}`", result)
@@ -104,10 +71,9 @@ class TapeArray(_ndarray):
     def __array_function__(self, func, types, args, kwargs):
         name = func.__name__
         if _recording():
-            if name in _FUNCTIONS:
-                return getattr(_ops(), _FUNCTIONS[name])(*args, **kwargs)
-            if name in _REDUCING_FUNCTIONS:
-                return _reduce(_REDUCING_FUNCTIONS[name], *args, **kwargs)
+            result = numpy_dispatch.call_function(func, args, kwargs)
+            if result is not numpy_dispatch.NOT_AN_OP:
+                return result
         result = func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
         return _no_gradient(f"`numpy.{name}`", result)
 
