@@ -53,9 +53,15 @@ class Variable:
     def ndim(self):
         return self._value.ndim
 
-    # NumPy must hand ``ndarray <op> Variable`` back to our reflected operators (which
-    # record on the tape) instead of computing it itself, untracked.
-    __array_ufunc__ = None
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # ``ndarray <op> Variable`` and ``np.exp(variable)`` run the matching op (recorded on the tape);
+        # NumPy raises a TypeError for anything with no op, rather than computing it untracked.
+        from kgraph import numpy_dispatch
+        if "out" not in kwargs:
+            result = numpy_dispatch.call_ufunc(ufunc, method, inputs, kwargs)
+            if result is not numpy_dispatch.NOT_AN_OP:
+                return result
+        return NotImplemented
 
     def __array__(self, dtype=None, copy=None):
         return self._value if dtype is None else self._value.astype(dtype)
@@ -78,4 +84,8 @@ class Variable:
     def __matmul__(self, o): return self._op("matmul", self, o)
     def __rmatmul__(self, o): return self._op("matmul", o, self)
     def __neg__(self): return self._op("negative", self)
+    def __pow__(self, o): return self._op("power", self, o)
+    def __rpow__(self, o): return self._op("power", o, self)
+    def __abs__(self): return self._op("abs", self)
+    def __getitem__(self, key): return self._op("getitem", self, key)
     def __pow__(self, o): return self._op("power", self, o)
