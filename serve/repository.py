@@ -115,7 +115,7 @@ class Repository:
     async def load(self, name: str) -> None:
         """(Re)load model NAME from disk: new and changed versions load and warm up while the
         loaded ones keep serving, then every version swaps at once. A version that fails keeps
-        its working predecessor. Raises ProtocolError when no version of the model can serve."""
+        its working predecessor. Raises ProtocolError when any version fails to load."""
         async with self._locks.setdefault(name, asyncio.Lock()):
             await self._load(name)
 
@@ -151,9 +151,10 @@ class Repository:
         self._publish(name, new, built)
         self.states[name] = dict(sorted(new_states.items(), key=lambda item: int(item[0])))
         self._retire([m for v, m in current.items() if new.get(v) is not m])
-        if not new:
+        if failed:
             reasons = "; ".join(f"version {v}: {reason}" for v, reason in failed)
-            raise ProtocolError(f"failed to load model '{name}': {reasons}")
+            serving = f" (still serving version(s) {', '.join(map(str, new))})" if new else ""
+            raise ProtocolError(f"failed to load model '{name}'{serving}: {reasons}")
 
     def _build(self, sources: list[ModelSource]) -> tuple[list[ModelVersion], list[tuple[int, str]]]:
         """Create, check and warm up a session per version (blocking: runs off the event loop)."""
