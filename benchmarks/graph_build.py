@@ -1,4 +1,8 @@
-"""Graph build and run time for a chain and for stacked wide diamonds of N = 1k, 10k, 100k layers.
+"""Graph build and run time for chains and stacked wide diamonds of N = 1k, 10k, 100k nodes.
+
+Graphs: a chain of Identity layers, a chain of ``x + 1`` op nodes (``kgraph.ops.add``
+called through the ``+`` operator, each an Operation with its own node and shape
+inference), and stacked wide diamonds of Identity layers merged by Average.
 
 Prints seconds per phase and the ratio to the previous size: linear cost means
 about 10x per 10x. (Keras 3 raises RecursionError near 1,000 chained layers.)
@@ -27,6 +31,14 @@ def chain(n, width):
     return x, h
 
 
+def op_chain(n, width):
+    x = kgraph.Input(shape=(4,))
+    h = x
+    for _ in range(n):
+        h = h + 1.0
+    return x, h
+
+
 def diamonds(n, width):
     """Blocks of ``width`` parallel Identity layers merged by an Average, stacked to about ``n`` layers."""
     x = kgraph.Input(shape=(4,))
@@ -47,7 +59,7 @@ def measure(builder, n, width):
     model.predict(np.ones((2, 4), "float32"), verbose=0)
     ran = time.perf_counter()
     return {"call": called - start, "map": mapped - called, "run": ran - mapped, "total": ran - start,
-            "layers": len(model.layers)}
+            "nodes": len(model.operations)}
 
 
 def main():
@@ -56,14 +68,14 @@ def main():
     parser.add_argument("--width", type=int, default=8)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"{'graph':<10}{'N':>8}{'layers':>9}{'call s':>9}{'map s':>9}{'run s':>9}{'total s':>9}{'x prev':>8}")
-    for name, builder in (("chain", chain), ("diamonds", diamonds)):
+    print(f"{'graph':<10}{'N':>8}{'nodes':>9}{'call s':>9}{'map s':>9}{'run s':>9}{'total s':>9}{'x prev':>8}")
+    for name, builder in (("chain", chain), ("op chain", op_chain), ("diamonds", diamonds)):
         measure(builder, 100, args.width)  # warm-up: first-call costs are not part of the scaling
         previous = None
         for n in sizes:
             r = measure(builder, n, args.width)
             growth = f"{r['total'] / previous:.1f}x" if previous else "-"
-            print(f"{name:<10}{n:>8}{r['layers']:>9}{r['call']:>9.2f}{r['map']:>9.2f}{r['run']:>9.2f}"
+            print(f"{name:<10}{n:>8}{r['nodes']:>9}{r['call']:>9.2f}{r['map']:>9.2f}{r['run']:>9.2f}"
                   f"{r['total']:>9.2f}{growth:>8}")
             previous = r["total"]
 
