@@ -15,6 +15,7 @@ from export import writer
 from export.builder import NATIVE, GraphBuilder, Value
 from export.context import ConversionContext
 from export.opsets import ir_version_for, max_ir_version, resolve_opset
+from export.symbols import share_input_symbols
 from export.registry import ExportError, has_converter, lookup, lookup_op
 
 BATCH = "batch"
@@ -113,6 +114,8 @@ class _Walk:
                     self.node(inner_node, inner, scope + "/")
             for outer, t in zip(node.output_tensors, flat):
                 values[id(outer)] = inner[id(t)]
+        for sub in layer._flatten_layers():
+            sub._losses.clear()  # symbolic add_loss terms of the trace
 
 
 def _trace_failure(layer, err):
@@ -155,6 +158,7 @@ def build(model, opset=None, source=None):
                               producer_version=kgraph.__version__,
                               opset_imports=[helper.make_opsetid("", opset)])
     proto.ir_version = ir_version
+    share_input_symbols(proto)
     props = {"kgraph_version": kgraph.__version__, "layer_count": str(len(walk.layers)),
              "model_name": model.name}
     if source is not None:

@@ -7,9 +7,12 @@ recording, each primitive call with at least one tracked input appends
 keeps a reference to every array it records, so their ids stay unique.
 ``tape.gradient`` walks the records backwards, accumulating cotangents by id.
 
-Only ops are recorded: NumPy's own operators on plain arrays (``a * b``,
-``a + 1``) bypass the tape, so differentiable code uses ``kgraph.ops``
-throughout. A ``Variable``'s operators do call ops.
+A recorded op returns a ``TapeArray`` (an ndarray subclass, no copy), on which
+NumPy's operators, ufuncs and functions run the matching op, so they are
+recorded too, and a NumPy function with no op raises instead of dropping the
+gradient (see ``kgraph.tape_array``). A plain ndarray the tape tracks becomes a
+TapeArray when a layer receives it (``on_tape``). A ``Variable``'s operators
+call ops as well.
 """
 import contextlib
 import functools

@@ -1,0 +1,85 @@
+"""Export of op nodes and of custom layers traced into ops, checked with onnxruntime (parity.assert_parity:
+batch 1 and 3, graph optimizations on and off, float32 rtol = atol = 1e-5)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kgraph
+from kgraph import layers, ops
+from export import to_onnx
+from export.registry import ExportError
+from tests import custom_layers as C
+from tests import op_models
+from tests.export.parity import assert_parity
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("opset", [13, None])
+@pytest.mark.parametrize("build", op_models.BUILDERS, ids=lambda b: b.__name__)
+def test_functional_models_with_op_nodes_match_onnxruntime(build, opset):
+    model, _ = build()
+    assert_parity(model, opset=opset)
+
+
+def test_an_operator_is_one_onnx_node():
+    x = kgraph.Input(shape=(3,), name="x")
+    proto = to_onnx(kgraph.Model(x, x + 1.0))
+    assert [node.op_type for node in proto.graph.node] == ["Add"]
+
+
+def _custom_model():
+    x = kgraph.Input(shape=(4,), name="x")
+    h = layers.Dense(6, activation="tanh", name="before")(x)
+    h = C.NormalizedProjection(5, name="projection")(C.Linear(6, name="linear")(h))
+    h = C.OperatorMix(name="mix")(C.ActivityRegularizer(0.1, name="reg")(h))
+    return kgraph.Model(x, layers.Dense(2, name="after")(h), name="custom")
+
+
+def test_custom_layers_export_by_tracing_with_parity():
+    kgraph.utils.set_random_seed(0)
+    assert_parity(_custom_model())
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "export", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+def test_cli_imports_the_custom_layer_module_and_verifies(tmp_path):
+    kgraph.utils.set_random_seed(0)
+    path = tmp_path / "custom.pkl"
+    _custom_model().save(path)
+    without = _cli(str(path))
+    assert without.returncode != 0 and "Linear" in without.stderr
+    done = _cli(str(path), "--import", "tests.custom_layers", "--verify")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "custom.onnx").exists()
+
+
+def test_numpy_function_that_is_no_op_is_a_clear_export_error():
+    x = kgraph.Input(shape=(4,), name="x")
+    model = kgraph.Model(x, C.SortsWithNumPy(name="sorter")(layers.Dense(4)(x)))
+    with pytest.raises(ExportError) as info:
+        to_onnx(model)
+    message = str(info.value)
+    assert "'sorter' (SortsWithNumPy)" in message and "no ONNX converter" in message
+    assert "custom_layers.py:" in message and "np.sort(inputs, axis=-1)" in message
+    assert "@export.converter(SortsWithNumPy, opset=13)" in message
+
+
+def test_data_dependent_python_control_flow_is_a_clear_export_error():
+    class Branchy(kgraph.layers.Layer):
+        def call(self, x):
+            if ops.sum(x) > 0:
+                return x * 2.0
+            return x
+
+    x = kgraph.Input(shape=(3,), name="x")
+    model = kgraph.Model(x, Branchy(name="branchy")(x))
+    np.testing.assert_array_equal(model.predict(np.ones((1, 3), "float32"), verbose=0), [[2.0, 2.0, 2.0]])
+    with pytest.raises(ExportError, match=r"'branchy'.*test_traced_export.py:\d+ \(`if ops.sum\(x\) > 0:`\)"):
+        to_onnx(model)
