@@ -2,7 +2,7 @@
 import math
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from kgraph import layers
 from kgraph.keras_tensor import KerasTensor
@@ -30,21 +30,30 @@ def _heads(ctx, x, kernel, bias, scale, perm):
 
 
 def _length(ctx, x):
-    """The time length of ``x`` (B, T, dim) as a 1-element int64 tensor."""
+    """The time length of ``x`` (B, T, dim) as an int64 scalar."""
     if ctx.opset >= 15:
-        return ctx.op("Shape", [x], start=1, end=2)
-    return ctx.op("Slice", [ctx.op("Shape", [x]), ctx.const(_int64(1), name="one"), ctx.const(_int64(2), name="two")])
+        length = ctx.op("Shape", [x], start=1, end=2)
+    else:
+        length = ctx.op("Slice", [ctx.op("Shape", [x]), ctx.const(_int64(1), name="one"),
+                                  ctx.const(_int64(2), name="two")])
+    return ctx.op("Squeeze", [length, ctx.const(_int64(0), name="axis0")])
+
+
+def _positions(ctx, length):
+    """``0, 1, ..., length - 1`` (int64)."""
+    # Range takes 0-d tensors; constants are stored with at least one axis, so squeezed here.
+    start, step = (ctx.op("Squeeze", [ctx.const(_int64(v), name=label), ctx.const(_int64(0), name="axis0")])
+                   for v, label in ((0, "zero"), (1, "one")))
+    return ctx.op("Range", [start, length, step])
 
 
 def _causal_mask(ctx, query, value):
     """(T, S) booleans, True where value position <= query position (Keras's lower triangle)."""
-    if ctx.opset < 14:
-        raise ctx.error(f"use_causal_mask needs opset >= 14 (Trilu); the export targets opset {ctx.opset}")
-    query_length = _length(ctx, query)
-    value_length = query_length if value == query else _length(ctx, value)
-    shape = ctx.op("Concat", [query_length, value_length], axis=0)
-    ones = ctx.op("ConstantOfShape", [shape], value=helper.make_tensor("one", TensorProto.BOOL, [1], [True]))
-    return ctx.op("Trilu", [ones], upper=0)
+    # Compared positions rather than Trilu, so it exports from opset 13 (Trilu is opset 14).
+    query_positions = _positions(ctx, _length(ctx, query))
+    value_positions = query_positions if value == query else _positions(ctx, _length(ctx, value))
+    column = ctx.op("Unsqueeze", [query_positions, ctx.const(_int64(1), name="column_axis")])
+    return ctx.op("Not", [ctx.op("Greater", [value_positions, column])])
 
 
 def _attention_mask(ctx, node, positional):

@@ -110,7 +110,7 @@ def test_node_attributes_follow_the_layers(exported):
     assert [attribute(n, "direction").s for n in rnn_nodes] == [b"reverse", b"reverse"]
     assert [s.decode() for s in attribute(rnn_nodes[1], "activations").strings] == ["Relu"]
     causal_ops = _op_counts(exported("transformer_encoder_causal")[1])
-    assert causal_ops["Trilu"] == 1 and causal_ops["Softmax"] == 1
+    assert causal_ops["Trilu"] == 0 and causal_ops["Range"] == 1 and causal_ops["Softmax"] == 1
 
 
 def _model(build, features=3, name="m"):
@@ -166,14 +166,23 @@ def test_recurrent_layers_declare_the_looser_tolerance():
     assert tolerance([L.Dense(2), L.LSTM(2)], 17) == (RTOL, ATOL)
 
 
-def test_attention_with_constant_mask_and_causal_opset_limit():
+def test_attention_with_constant_mask():
     mask = np.tril(np.ones((4, 4), "float32"))[None]
     model = _model(lambda x: L.MultiHeadAttention(2, 3)(x, x, attention_mask=mask), features=6)
     _assert_parity(model, to_onnx(model), lengths=(4,), batches=(1, 3))
-    causal = _model(lambda x: L.MultiHeadAttention(2, 3)(x, x, use_causal_mask=True), features=6)
-    with pytest.raises(ExportError, match="opset >= 14"):
-        to_onnx(causal, opset=13)
-    _assert_parity(causal, to_onnx(causal, opset=14), lengths=(5,), batches=(2,))
+
+
+@pytest.mark.parametrize("opset", [13, 14, 17])
+def test_causal_attention_at_every_opset_without_trilu(opset):
+    query = kgraph.Input(shape=(None, 6), name="query")
+    context = kgraph.Input(shape=(7, 4), name="context")  # a value length unlike the query's
+    outputs = [L.MultiHeadAttention(2, 3)(query, query, use_causal_mask=True),
+               L.MultiHeadAttention(2, 3)(query, context, use_causal_mask=True,
+                                          attention_mask=np.ones((1, 1, 7), "float32"))]
+    causal = perturb(kgraph.Model([query, context], outputs))
+    proto = to_onnx(causal, opset=opset)
+    assert "Trilu" not in _op_counts(proto)
+    _assert_parity(causal, proto, lengths=(1, 5, 9), batches=(1, 2))
 
 
 @pytest.mark.parametrize("build,shape", [
