@@ -68,15 +68,16 @@ class _Walk:
         result = entry(ctx)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
         if len(results) != len(node.output_tensors):
-            raise ExportError(f"The converter {entry.fn.__module__}.{entry.fn.__qualname__} of '{layer.name}' "
-                              f"returned {len(results)} outputs; expected {len(node.output_tensors)} (one per "
-                              "output tensor of the call).")
+            what = "operation" if isinstance(layer, OpOperation) else "layer"
+            raise ExportError(f"The converter {entry.fn.__module__}.{entry.fn.__qualname__} of {what} "
+                              f"'{layer.name}' returned {len(results)} outputs; expected {len(node.output_tensors)} "
+                              "(one per output tensor of the call).")
         for tensor, out in zip(node.output_tensors, results):
             if isinstance(out, str):
                 out = Value(out, NATIVE)
             if not isinstance(out, Value):
-                raise ExportError(f"The converter of '{layer.name}' returned {out!r}; expected an ONNX "
-                                  "tensor name (str) or an export.builder.Value.")
+                raise ExportError(f"The converter of {type(layer).__name__} '{layer.name}' returned {out!r}; "
+                                  "expected an ONNX tensor name (str) or an export.builder.Value.")
             values[id(tensor)] = out
 
     def _nested(self, model, node, values, scope):
@@ -109,9 +110,13 @@ class _Walk:
                 raise ExportError(_trace_failure(layer, err)) from err
             inner = {id(inputs[id(t)]): values[id(t)] for t in node.input_tensors if id(t) in inputs}
             order, _ = graph.topological_nodes(set(inner), flat)
-            for inner_node in order:
-                if not inner_node.is_input and not isinstance(inner_node.outbound_layer, tracing.Placeholder):
-                    self.node(inner_node, inner, scope + "/")
+            try:
+                for inner_node in order:
+                    if not inner_node.is_input and not isinstance(inner_node.outbound_layer, tracing.Placeholder):
+                        self.node(inner_node, inner, scope + "/")
+            except ExportError as err:
+                raise type(err)(f"Cannot export layer '{layer.name}' ({type(layer).__name__}) through its traced "
+                                f"`call`: {err}") from err
             for outer, t in zip(node.output_tensors, flat):
                 values[id(outer)] = inner[id(t)]
         for sub in layer._flatten_layers():
