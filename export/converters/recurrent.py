@@ -1,4 +1,7 @@
-"""Converters for SimpleRNN, LSTM, GRU and Bidirectional: one native ONNX RNN, LSTM or GRU node per layer.
+"""Converters for SimpleRNN, LSTM, GRU and Bidirectional: one native ONNX LSTM or GRU node per layer.
+
+A SimpleRNN layer becomes plain ops (see ``recurrent_loops``: onnxruntime's RNN
+kernel is slow on batches); a Bidirectional SimpleRNN stays one RNN node.
 
 ONNX recurrent ops read time-major ``(time, batch, features)`` data (onnxruntime's
 CPU kernels reject the batch-first ``layout=1``), so sequences between
@@ -10,13 +13,14 @@ import numpy as np
 from kgraph import layers
 
 from export.builder import Layout, NATIVE, Value
+from export.converters import recurrent_loops
 from export.converters.activations import activation_name
 from export.registry import converter
 
 RTOL, ATOL = 1e-4, 1e-5
 
 # Keras activation -> (ONNX RNN activation, alpha, beta); None: the activation takes no such parameter.
-_ACTIVATIONS = {
+ACTIVATION_PARAMETERS = {
     "sigmoid": ("Sigmoid", None, None),
     "tanh": ("Tanh", None, None),
     "relu": ("Relu", None, None),
@@ -114,23 +118,46 @@ def _onnx_bias(bias, order, units):
     return np.concatenate([_reorder(bias, order, units), np.zeros_like(bias)])
 
 
-def _activation_attributes(ctx, recurrent_layers):
-    """``activations`` with ``activation_alpha``/``activation_beta``, written out for every direction.
+def _positional(values):
+    """One value per activation position (None: the activation takes none), read alike by position and in order.
 
-    Each alpha (beta) is consumed, in order, by the next activation taking one,
-    as onnxruntime reads these lists.
+    The ONNX spec reads ``activation_alpha``/``activation_beta`` by activation
+    position; onnxruntime gives the k-th value to the k-th activation that
+    takes one. The list written satisfies both: None when no activation takes
+    the parameter, False when no list can (two readings would differ).
+    """
+    taking = [v for v in values if v is not None]
+    if not taking:
+        return None
+    out = list(values)
+    for k, value in enumerate(taking):
+        if out[k] is None:
+            out[k] = value  # a position whose activation ignores the value: what in-order readers take
+        elif out[k] != value:
+            return False
+    return [0.0 if v is None else v for v in out]
+
+
+def _activation_attributes(ctx, recurrent_layers):
+    """``activations`` with ``activation_alpha``/``activation_beta`` written per activation position.
+
+    None when the layers' parameters cannot be written so that positional and in-order readers agree (two
+    directions with different parameterized activations; they then get a node each).
     """
     names, alphas, betas = [], [], []
     for layer in recurrent_layers:
         for keras_name in _kind(layer)[2]:
-            if keras_name not in _ACTIVATIONS:
+            if keras_name not in ACTIVATION_PARAMETERS:
                 raise ctx.error(f"activation '{keras_name}' has no ONNX recurrent equivalent; expected one of "
-                                f"{sorted(_ACTIVATIONS)}")
-            onnx_name, alpha, beta = _ACTIVATIONS[keras_name]
+                                f"{sorted(ACTIVATION_PARAMETERS)}")
+            onnx_name, alpha, beta = ACTIVATION_PARAMETERS[keras_name]
             names.append(onnx_name)
-            alphas += [] if alpha is None else [alpha]
-            betas += [] if beta is None else [beta]
-    return {"activations": names, "activation_alpha": alphas or None, "activation_beta": betas or None}
+            alphas.append(alpha)
+            betas.append(beta)
+    alphas, betas = _positional(alphas), _positional(betas)
+    if alphas is False or betas is False:
+        return None
+    return {"activations": names, "activation_alpha": alphas, "activation_beta": betas}
 
 
 def _emit_node(ctx, recurrent_layers, x, direction):
@@ -190,9 +217,13 @@ def _states(ctx, outputs, all_states):
 @converter(layers.LSTM, opset=13, rtol=RTOL, atol=ATOL)
 @converter(layers.GRU, opset=13, rtol=RTOL, atol=ATOL)
 def convert_recurrent(ctx):
-    """One RNN/LSTM/GRU node; ``go_backwards`` runs ``direction="reverse"`` and returns processing order."""
+    """One LSTM/GRU node (``go_backwards``: ``direction="reverse"``, processing order); SimpleRNN as plain ops."""
     layer = ctx.layer
     x = ctx.input(0, TIME_MAJOR, dtype=layer.kernel.dtype)
+    if isinstance(layer, layers.SimpleRNN):
+        sequence, last = recurrent_loops.simple_rnn(ctx, layer, x)
+        output = _sequence_value(ctx, sequence) if layer.return_sequences else last
+        return [output, last] if layer.return_state else output
     outputs = _emit_node(ctx, [layer], x, "reverse" if layer.go_backwards else "forward")
     states = _states(ctx, outputs, layer.return_state) if layer.return_state or not layer.return_sequences else []
     if layer.return_sequences:
@@ -242,7 +273,8 @@ def convert_bidirectional(ctx):
     forward, backward = layer.forward_layer, layer.backward_layer
     x = ctx.input(0, TIME_MAJOR, dtype=forward.kernel.dtype)
     sequences = layer.return_sequences
-    if _signature(forward) == _signature(backward) and not forward.go_backwards and backward.go_backwards:
+    if (_signature(forward) == _signature(backward) and not forward.go_backwards and backward.go_backwards
+            and _activation_attributes(ctx, [forward, backward]) is not None):
         outputs = _emit_node(ctx, [forward, backward], x, "bidirectional")
         # Per-direction final states (2, B, U) -> [forward, backward] each, for h (and c).
         if layer.return_state:

@@ -11,6 +11,8 @@ from export.verify import session
 from kgraph import layers as L
 from tests.export import zoo
 from tests.export.zoo import perturb
+from export.converters import recurrent as rec
+from export.converters.recurrent_loops import UNROLL_MAX_STEPS
 from tests.export.zoo_recurrent import ATOL, RTOL
 
 RECURRENT_ZOO = ["lstm_classifier", "embedding_lstm_classifier", "stacked_gru", "stacked_gru_reset_before",
@@ -81,7 +83,6 @@ def test_zoo_models_match_at_two_sequence_lengths(exported, name):
     ("stacked_gru_reset_before", "GRU", 2, 8),
     ("bidirectional_lstm_concat", "LSTM", 2, 8),
     ("bidirectional_lstm_sum", "LSTM", 2, 6),
-    ("simple_rnn_backwards", "RNN", 2, 7),
     ("lstm_return_state", "LSTM", 1, 8),
 ])
 def test_one_native_node_per_recurrent_layer(exported, name, op_type, count, max_nodes):
@@ -106,9 +107,8 @@ def test_node_attributes_follow_the_layers(exported):
         if node.op_type == "LSTM":
             assert attribute(node, "direction").s == b"bidirectional"
             assert [s.decode() for s in attribute(node, "activations").strings] == ["Sigmoid", "Tanh", "Tanh"] * 2
-    rnn_nodes = [n for n in exported("simple_rnn_backwards")[1].graph.node if n.op_type == "RNN"]
-    assert [attribute(n, "direction").s for n in rnn_nodes] == [b"reverse", b"reverse"]
-    assert [s.decode() for s in attribute(rnn_nodes[1], "activations").strings] == ["Relu"]
+    scans = [n for n in exported("simple_rnn_backwards")[1].graph.node if n.op_type == "Scan"]
+    assert [list(attribute(n, "scan_input_directions").ints) for n in scans] == [[1], [1]]
     causal_ops = _op_counts(exported("transformer_encoder_causal")[1])
     assert causal_ops["Trilu"] == 0 and causal_ops["Range"] == 1 and causal_ops["Softmax"] == 1
 
@@ -206,3 +206,55 @@ def test_stacked_recurrent_layers_stay_time_major():
     proto = to_onnx(model)
     assert _op_counts(proto)["Transpose"] == 2  # into time-major once, and the bidirectional concat
     _assert_parity(model, proto, lengths=(5,), batches=(2,))
+
+
+@pytest.mark.parametrize("steps,form", [(None, "Scan"), (6, "unrolled"), (UNROLL_MAX_STEPS + 1, "Scan")])
+@pytest.mark.parametrize("kwargs", [{}, {"go_backwards": True, "return_sequences": True, "return_state": True},
+                                    {"activation": "relu", "use_bias": False, "return_state": True}])
+def test_simple_rnn_runs_as_plain_ops(steps, form, kwargs):
+    x = kgraph.Input(shape=(steps, 3), name="sequence")
+    model = perturb(kgraph.Model(x, L.SimpleRNN(4, **kwargs)(x)))
+    proto = to_onnx(model)
+    counts = _op_counts(proto)
+    assert "RNN" not in counts and counts["Scan"] == (form == "Scan")
+    if form == "unrolled":
+        assert counts["MatMul"] == steps  # the input projection of all steps, then steps - 1 recurrent products
+    _assert_parity(model, proto, lengths=(steps or 1, steps or 7), batches=(1, 3))
+
+
+def _positional(values, count):
+    """What an ONNX-spec reader sees: the value at each activation's position, None where it is absent."""
+    return [values[i] if i < len(values) else None for i in range(count)]
+
+
+def _in_order(values, takes):
+    """What onnxruntime sees: the k-th value goes to the k-th activation that takes one."""
+    out, k = [], 0
+    for taking in takes:
+        out.append(values[k] if taking and k < len(values) else None)
+        k += taking
+    return out
+
+
+@pytest.mark.parametrize("forward,backward,nodes", [
+    ("elu", "elu", 1), ("linear", "linear", 1), ("elu", "leaky_relu", 2), ("tanh", "hard_sigmoid", 1)])
+def test_activation_parameters_read_alike_by_position_and_in_order(forward, backward, nodes):
+    model = _model(lambda x: L.Bidirectional(
+        L.LSTM(3, activation=forward, recurrent_activation="sigmoid", return_sequences=True),
+        backward_layer=L.LSTM(3, activation=backward, go_backwards=True, return_sequences=True))(x))
+    proto = to_onnx(model)
+    lstm_nodes = [n for n in proto.graph.node if n.op_type == "LSTM"]
+    assert len(lstm_nodes) == nodes
+    table = {onnx_name: (alpha, beta) for onnx_name, alpha, beta in rec.ACTIVATION_PARAMETERS.values()}
+    for node in lstm_nodes:
+        attributes = {a.name: a for a in node.attribute}
+        names = [s.decode() for s in attributes["activations"].strings]
+        for key, index in (("activation_alpha", 0), ("activation_beta", 1)):
+            values = [float(np.float32(v)) for v in attributes[key].floats] if key in attributes else []
+            assert len(values) in (0, len(names))
+            wanted = [None if table[name][index] is None else float(np.float32(table[name][index]))
+                      for name in names]
+            takes = [w is not None for w in wanted]
+            by_position = [v if t else None for v, t in zip(_positional(values, len(names)), takes)]
+            assert by_position == _in_order(values, takes) == wanted, (key, names, values)
+    _assert_parity(model, proto, lengths=(4,), batches=(2,))
