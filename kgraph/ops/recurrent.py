@@ -75,13 +75,39 @@ def _steps(timesteps, go_backwards):
     return list(enumerate(range(timesteps - 1, -1, -1) if go_backwards else range(timesteps)))
 
 
+def _keep(step_mask, steps, dtype):
+    """``(T, batch, 1)`` 1.0 where a processing step is unmasked, 0.0 where masked (None without a mask)."""
+    if step_mask is None:
+        return None
+    return np.stack([step_mask[:, t] for _, t in steps]).astype(dtype)[..., None]
+
+
+def _carry(new, old, keep):
+    """Masked rows keep the previous state (Keras's masked-step rule), in place in ``new``."""
+    if keep is not None:
+        np.copyto(new, old, where=keep == 0)
+
+
+def _sequence(hidden, keep, zero_output_for_mask):
+    """The per-step outputs, batch-major, in processing order; zeros at masked steps if asked."""
+    out = hidden[1:] * keep if keep is not None and zero_output_for_mask else hidden[1:]
+    return out.transpose(1, 0, 2)
+
+
+def _check_mask(name, step_mask, projection):
+    if step_mask is not None and np.shape(step_mask) != projection.shape[:2]:
+        raise ValueError(f"{name} expects step_mask of shape (batch, timesteps) = {projection.shape[:2]}. "
+                         f"Received: step_mask.shape={np.shape(step_mask)}")
+
+
 def _to_input_order(per_step, go_backwards):
     """A time-major (T, batch, n) array in processing order, as batch-major in input time order."""
     return (per_step[::-1] if go_backwards else per_step).transpose(1, 0, 2)
 
 
 @primitive(num_inputs=2)
-def simple_rnn(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=None, activation="tanh"):
+def simple_rnn(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=None, activation="tanh",
+               step_mask=None, zero_output_for_mask=False):
     """Run ``h = activation(projection_t + h @ recurrent_kernel)`` over time.
 
     Args:
@@ -90,40 +116,53 @@ def simple_rnn(projection, recurrent_kernel, *, go_backwards=False, recurrent_ma
         go_backwards: process the sequence from the last timestep.
         recurrent_masks: optional ``(1, batch, units)`` dropout mask of ``h``.
         activation: a Keras activation name.
+        step_mask: optional ``(batch, timesteps)`` booleans; a masked step keeps the previous state and
+            output (Keras's rule), or outputs zeros with ``zero_output_for_mask``.
 
     Returns:
         ``(sequence, last_h)``: all hidden states ``(batch, timesteps, units)``
         in processing order, and the final state ``(batch, units)``.
     """
     _check("simple_rnn", projection, recurrent_kernel, 1, recurrent_masks)
+    _check_mask("simple_rnn", step_mask, projection)
     act = gate_activations.get(activation)
     batch, timesteps, units = projection.shape
     product = _RecurrentProduct(recurrent_kernel, recurrent_masks)
     hidden = np.zeros((timesteps + 1, batch, units), dtype=projection.dtype)
     steps = _steps(timesteps, go_backwards)
+    keep = _keep(step_mask, steps, projection.dtype)
+    derivative = np.empty_like(hidden[1:]) if keep is not None else None
     for s, t in steps:
         h = hidden[s + 1]
         product.forward(hidden[s], h)
         h += projection[:, t]
         act.forward(h, h)
+        if keep is not None:
+            derivative[s] = act.derivative(h)
+            _carry(h, hidden[s], keep[s])
 
     def vjp(cotangents):
         g_sequence, g_last = cotangents
-        derivative = act.derivative(hidden[1:])
-        d_pre = np.empty_like(derivative)
+        slopes = derivative if keep is not None else act.derivative(hidden[1:])
+        d_pre = np.empty_like(slopes)
         dh = g_last.copy()
         for s, _ in reversed(steps):
-            dh += g_sequence[:, s]
-            np.multiply(dh, derivative[s], out=d_pre[s])
+            dh += g_sequence[:, s] * keep[s] if keep is not None and zero_output_for_mask else g_sequence[:, s]
+            if keep is not None:
+                skip = dh * (1 - keep[s])
+                dh *= keep[s]
+            np.multiply(dh, slopes[s], out=d_pre[s])
             dh = product.backward(d_pre[s])
+            if keep is not None:
+                dh += skip
         return _to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre)
 
-    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy()), vjp
+    return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp
 
 
 @primitive(num_inputs=2)
 def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=None, activation="tanh",
-         recurrent_activation="sigmoid"):
+         recurrent_activation="sigmoid", step_mask=None, zero_output_for_mask=False):
     """Run a Keras LSTM cell (gate order i, f, c, o) over time.
 
     Args:
@@ -132,11 +171,13 @@ def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=No
         go_backwards: process the sequence from the last timestep.
         recurrent_masks: optional ``(4, batch, units)`` dropout masks of ``h``, one per gate.
         activation, recurrent_activation: Keras activation names.
+        step_mask, zero_output_for_mask: as in ``simple_rnn`` (a masked step keeps ``h`` and ``c``).
 
     Returns:
         ``(sequence, last_h, last_c)``.
     """
     _check("lstm", projection, recurrent_kernel, 4, recurrent_masks)
+    _check_mask("lstm", step_mask, projection)
     act = gate_activations.get(activation)
     gate_act = gate_activations.get(recurrent_activation)
     batch, timesteps, width = projection.shape
@@ -147,6 +188,7 @@ def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=No
     hidden = np.zeros((timesteps + 1, batch, u), dtype=projection.dtype)
     act_cells = np.empty((timesteps, batch, u), dtype=projection.dtype)
     steps = _steps(timesteps, go_backwards)
+    keep = _keep(step_mask, steps, projection.dtype)
     for s, t in steps:
         z = gates[s]
         product.forward(hidden[s], z)
@@ -159,6 +201,9 @@ def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=No
         c += z[:, :u] * z[:, 2 * u:3 * u]
         act.forward(c, act_cells[s])
         np.multiply(z[:, 3 * u:], act_cells[s], out=hidden[s + 1])
+        if keep is not None:
+            _carry(c, cells[s], keep[s])
+            _carry(hidden[s + 1], hidden[s], keep[s])
 
     def vjp(cotangents):
         g_sequence, g_h, g_c = cotangents
@@ -174,7 +219,11 @@ def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=No
         for s, _ in reversed(steps):
             z = gates[s]
             dz = d_pre[s]
-            dh += g_sequence[:, s]
+            dh += g_sequence[:, s] * keep[s] if keep is not None and zero_output_for_mask else g_sequence[:, s]
+            if keep is not None:
+                skip_h, skip_c = dh * (1 - keep[s]), dc * (1 - keep[s])
+                dh *= keep[s]
+                dc *= keep[s]
             dc += dh * h_to_c[s]
             np.multiply(dc, z[:, 2 * u:3 * u], out=dz[:, :u])
             np.multiply(dc, cells[s], out=dz[:, u:2 * u])
@@ -183,14 +232,18 @@ def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=No
             dz *= derivative[s]
             dc *= z[:, u:2 * u]
             dh = product.backward(dz)
+            if keep is not None:
+                dh += skip_h
+                dc += skip_c
         return _to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre)
 
-    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy(), cells[-1].copy()), vjp
+    return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy(), cells[-1].copy()), vjp
 
 
 @primitive(num_inputs=3)
 def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, go_backwards=False,
-        recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid"):
+        recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid", step_mask=None,
+        zero_output_for_mask=False):
     """Run a Keras GRU cell (gate order z, r, h) over time.
 
     Args:
@@ -203,11 +256,13 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
         go_backwards: process the sequence from the last timestep.
         recurrent_masks: optional ``(3, batch, units)`` dropout masks of ``h``, one per gate.
         activation, recurrent_activation: Keras activation names.
+        step_mask, zero_output_for_mask: as in ``simple_rnn``.
 
     Returns:
         ``(sequence, last_h)``.
     """
     _check("gru", projection, recurrent_kernel, 3, recurrent_masks)
+    _check_mask("gru", step_mask, projection)
     if recurrent_bias is not None and not reset_after:
         raise ValueError("gru takes a recurrent_bias only with reset_after=True; without it the whole "
                          "bias belongs in the projection. Received: reset_after=False and a recurrent_bias")
@@ -229,6 +284,7 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
     recurrent = np.empty((batch, product.gates * u), dtype=dtype)
     hidden = np.zeros((timesteps + 1, batch, u), dtype=dtype)
     steps = _steps(timesteps, go_backwards)
+    keep = _keep(step_mask, steps, dtype)
     for s, t in steps:
         z = gates[s]
         h_prev = hidden[s]
@@ -250,6 +306,8 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
         np.subtract(h_prev, candidate, out=h)
         h *= z[:, :u]
         h += candidate
+        if keep is not None:
+            _carry(h, h_prev, keep[s])
 
     def vjp(cotangents):
         g_sequence, g_h = cotangents
@@ -266,7 +324,11 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
         dh = g_h.copy()
         for s, _ in reversed(steps):
             d = d_pre[s]
-            dh += g_sequence[:, s]
+            dh += g_sequence[:, s] * keep[s] if keep is not None and zero_output_for_mask else g_sequence[:, s]
+            skip = 0.0
+            if keep is not None:
+                skip = dh * (1 - keep[s])
+                dh *= keep[s]
             np.multiply(dh, to_update[s], out=d[:, :u])
             np.multiply(dh, to_candidate[s], out=d[:, 2 * u:])
             if reset_after:
@@ -274,7 +336,7 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
                 np.multiply(d[:, 2 * u:], to_reset[s], out=d[:, u:2 * u])
                 d_r[:, :2 * u] = d[:, :2 * u]
                 np.multiply(d[:, 2 * u:], reset[s], out=d_r[:, 2 * u:])
-                dh = dh * update[s] + product.backward(d_r)
+                dh = dh * update[s] + product.backward(d_r) + skip
             else:
                 d_kept = d[:, 2 * u:] @ candidate_kernel.T
                 np.multiply(d_kept, to_reset[s], out=d[:, u:2 * u])
@@ -282,7 +344,7 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
                 if h_mask is not None:
                     d_kept *= h_mask
                 d_recurrent[s] = d[:, :2 * u]
-                dh = dh * update[s] + d_kept + product.backward(d_recurrent[s])
+                dh = dh * update[s] + d_kept + product.backward(d_recurrent[s]) + skip
         d_kernel = product.kernel_gradient(hidden[:-1], d_recurrent)
         if not reset_after:
             d_candidate = kept.reshape(-1, u).T @ d_pre[..., 2 * u:].reshape(-1, u)
@@ -290,4 +352,4 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
         d_bias = None if recurrent_bias is None else d_recurrent.sum(axis=(0, 1))
         return _to_input_order(d_pre, go_backwards), d_kernel, d_bias
 
-    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy()), vjp
+    return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp
