@@ -2,9 +2,14 @@
 
 Builds a 784-512-512-10 MLP (ReLU, softmax) with onnx.helper, starts each server as its own
 process, and drives single-sample requests from a separate load-generator process (wrk with a Lua
-script when it is on PATH, else a lean asyncio client over raw keep-alive connections).
+script when it is on PATH, else a lean asyncio client over raw keep-alive connections; gRPC rows
+send tritonclient.grpc's ModelInferRequest, serialized once, over one grpc.aio channel with as
+many calls in flight as the concurrency).
+Then the server's resident memory (VmRSS) is read after a warm-up, after 100,000 REST requests
+and after 100,000 gRPC requests: a leak shows as growth.
 
     python benchmarks/serve_throughput.py [--quick] [--rounds N] [--duration S] [--concurrency 1 8 32]
+                                          [--leak-requests N]
 
 All servers stay up while rounds interleave every point; the table shows per-point medians,
 so a busy spell on a shared machine does not land on one configuration only. The minimal
@@ -150,21 +155,35 @@ def wait_ready(port: int, process: subprocess.Popen, timeout: float = 60.0) -> N
     raise RuntimeError("server did not become ready")
 
 
-async def _drive(port: int, request: bytes, concurrency: int, duration: float, warmup: float) -> dict:
+def _summary(latencies: list[float], errors: int, duration: float) -> dict:
+    latencies.sort()
+    count = len(latencies)
+    return {
+        "requests": count,
+        "errors": errors,
+        "rps": count / duration,
+        "p50_ms": 1000 * latencies[count // 2] if count else float("nan"),
+        "p99_ms": 1000 * latencies[min(count - 1, int(count * 0.99))] if count else float("nan"),
+    }
+
+
+async def _drive(port: int, request: bytes, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
     latencies: list[float] = []
     errors = 0
+    sent_count = 0
     start = time.perf_counter()
     measure_from = start + warmup
     stop_at = measure_from + duration
 
     async def connection() -> None:
-        nonlocal errors
+        nonlocal errors, sent_count
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
             while True:
                 sent = time.perf_counter()
-                if sent >= stop_at:
+                if sent >= stop_at or (limit and sent_count >= limit):
                     return
+                sent_count += 1
                 writer.write(request)
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = 0
@@ -182,15 +201,46 @@ async def _drive(port: int, request: bytes, concurrency: int, duration: float, w
             writer.close()
 
     await asyncio.gather(*(connection() for _ in range(concurrency)))
-    latencies.sort()
-    count = len(latencies)
-    return {
-        "requests": count,
-        "errors": errors,
-        "rps": count / duration,
-        "p50_ms": 1000 * latencies[count // 2] if count else float("nan"),
-        "p99_ms": 1000 * latencies[min(count - 1, int(count * 0.99))] if count else float("nan"),
-    }
+    return _summary(latencies, errors, duration)
+
+
+async def _drive_grpc(address: str, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
+    import grpc
+    from tritonclient.grpc import service_pb2
+
+    # tritonclient.grpc's messages, serialized once: like the REST client's prepared bytes,
+    # this keeps the load generator's own cost per call low.
+    sample = np.random.default_rng(1).random((1, FEATURES), dtype=np.float32)
+    request = service_pb2.ModelInferRequest(model_name=MODEL, raw_input_contents=[sample.astype("<f4").tobytes()])
+    request.inputs.add(name="x", datatype="FP32", shape=[1, FEATURES])
+    payload = request.SerializeToString()
+    latencies: list[float] = []
+    errors = 0
+    sent_count = 0
+    start = time.perf_counter()
+    measure_from = start + warmup
+    stop_at = measure_from + duration
+
+    async with grpc.aio.insecure_channel(address) as channel:
+        infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+
+        async def caller() -> None:
+            nonlocal errors, sent_count
+            while True:
+                sent = time.perf_counter()
+                if sent >= stop_at or (limit and sent_count >= limit):
+                    return
+                sent_count += 1
+                try:
+                    service_pb2.ModelInferResponse.FromString(await infer(payload))
+                except grpc.aio.AioRpcError:
+                    errors += 1
+                    continue
+                if sent >= measure_from:
+                    latencies.append(time.perf_counter() - sent)
+
+        await asyncio.gather(*(caller() for _ in range(concurrency)))
+    return _summary(latencies, errors, duration)
 
 
 def loadgen_main(args: argparse.Namespace) -> None:
@@ -201,28 +251,51 @@ def loadgen_main(args: argparse.Namespace) -> None:
         uvloop.install()
     except ImportError:
         pass
-    request = Path(args.request_file).read_bytes()
-    result = asyncio.run(_drive(args.port, request, args.concurrency[0], args.duration, args.warmup))
+    concurrency, limit = args.concurrency[0], args.limit
+    duration = args.duration if not limit else float("inf")
+    warmup = args.warmup if not limit else 0.0
+    if args.request_file == "grpc":
+        result = asyncio.run(_drive_grpc(f"127.0.0.1:{args.port}", concurrency, duration, warmup, limit))
+    else:
+        request = Path(args.request_file).read_bytes()
+        result = asyncio.run(_drive(args.port, request, concurrency, duration, warmup, limit))
+    if limit:
+        result["rps"] = float("nan")
     print(json.dumps(result))
 
 
-def run_load(port: int, body: bytes, headers: dict[str, str], concurrency: int, duration: float, workdir: Path) -> dict:
-    """Drive a server with single-sample requests from a separate process."""
+def run_load(port: int, body: bytes | None, headers: dict[str, str], concurrency: int, duration: float, workdir: Path,
+             limit: int = 0) -> dict:
+    """Drive a server with single-sample requests from a separate process (gRPC when body is None).
+
+    With a limit, exactly that many requests are sent, however long they take."""
     path = f"/v2/models/{MODEL}/infer"
-    if shutil.which("wrk"):
+    if body is None:
+        request_file = "grpc"
+    elif shutil.which("wrk") and not limit:
         return _run_wrk(port, path, body, headers, concurrency, duration, workdir)
-    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
-    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-    request_file = workdir / "request.bin"
-    request_file.write_bytes(head.encode() + body)
+    else:
+        head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        request_file = workdir / "request.bin"
+        request_file.write_bytes(head.encode() + body)
     out = subprocess.run(
         [sys.executable, __file__, "--loadgen", "--port", str(port), "--request-file", str(request_file),
-         "--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(min(1.0, duration / 3))],
+         "--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(min(1.0, duration / 3)),
+         "--limit", str(limit)],
         capture_output=True,
         text=True,
         check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def rss_mib(process: subprocess.Popen) -> float:
+    """Resident memory of a process in MiB (Linux /proc)."""
+    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _run_wrk(port: int, path: str, body: bytes, headers: dict[str, str], concurrency: int, duration: float, workdir: Path) -> dict:
@@ -317,7 +390,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="rounds over every point; the table shows medians")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--threads", type=int, default=None, help="--threads passed to python -m serve")
+    parser.add_argument("--leak-requests", type=int, default=100_000,
+                        help="requests per protocol between the memory readings (0: skip)")
     parser.add_argument("--loadgen", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--request-file", help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=float, default=0.5, help=argparse.SUPPRESS)
@@ -344,15 +420,20 @@ def main() -> None:
         minimal_file = workdir / "minimal_server.py"
         minimal_file.write_text(MINIMAL_SERVER)
         servers = {"minimal FastAPI": [sys.executable, str(minimal_file), str(model)]}
+        grpc_port = free_port()
         for batching in ("on", "off"):
             command = [sys.executable, "-m", "serve", str(model), "--log-level", "warning"]
+            command += ["--grpc-port", str(grpc_port) if batching == "on" else "0"]
             if batching == "off":
                 command.append("--no-batching")
             if args.threads:
                 command += ["--threads", str(args.threads)]
             servers[f"serve, batching {batching}"] = command
+        bodies["grpc"] = (None, {})
         points = [("minimal FastAPI", "json", c) for c in args.concurrency]
-        points += [(name, encoding, c) for name in list(servers)[1:] for encoding in ("binary", "json") for c in args.concurrency]
+        points += [("serve, batching on", encoding, c) for encoding in ("grpc", "binary", "json") for c in args.concurrency]
+        points += [("serve, batching off", encoding, c) for encoding in ("binary", "json") for c in args.concurrency]
+        rss: list[tuple[str, float]] = []
 
         # Every server stays up (idle ones cost nothing) and the rounds interleave all
         # points, so a slow spell on a shared machine spreads over every configuration.
@@ -365,8 +446,15 @@ def main() -> None:
             measured: dict[tuple, list[dict]] = {point: [] for point in points}
             for _ in range(rounds):
                 for name, encoding, c in points:
-                    result = run_load(ports[name], *bodies[encoding], c, duration, workdir)
+                    port = grpc_port if encoding == "grpc" else ports[name]
+                    result = run_load(port, *bodies[encoding], c, duration, workdir)
                     measured[(name, encoding, c)].append(result)
+            if args.leak_requests:
+                served = processes[1]
+                rss.append(("after the rounds above", rss_mib(served)))
+                for label, port, encoding in (("REST binary", ports["serve, batching on"], "binary"), ("gRPC", grpc_port, "grpc")):
+                    result = run_load(port, *bodies[encoding], 32, duration, workdir, limit=args.leak_requests)
+                    rss.append((f"after {result['requests']:,} more {label} requests ({result['errors']} errors)", rss_mib(served)))
         finally:
             for process in processes:
                 stop(process)
@@ -382,6 +470,11 @@ def main() -> None:
                 f"{name:<22}{encoding:<8}{c:>5}{r['rps']:>10,.0f}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
                 f"{r['errors']:>8}{ratio:>10.2f}x{p99_ratio:>9.2f}"
             )
+        if rss:
+            print()
+            print("resident memory of serve (batching on, VmRSS):")
+            for label, mib in rss:
+                print(f"  {label:<58}{mib:>8.1f} MiB")
 
 
 if __name__ == "__main__":
