@@ -1,3 +1,3 @@
-"""Open Inference Protocol (KServe V2 / Triton REST) server for ONNX models on onnxruntime."""
+"""Open Inference Protocol (KServe V2 / Triton, REST and gRPC) server for ONNX models on onnxruntime."""
 
 __version__ = "0.1.0"

@@ -80,12 +80,16 @@ class ModelControl:
             except Exception as exc:
                 logger.error("cannot poll the model repository %s: %s", repository.root, exc)
                 continue
-            for name in names:
-                await self._load_changed(name)
-            for name in set(self._seen) - set(names):
-                del self._seen[name]
-                if name in repository.models:
-                    await repository.unload(name)
+            try:
+                for name in names:
+                    await self._load_changed(name)
+                for name in set(self._seen) - set(names):
+                    del self._seen[name]
+                    if name in repository.models:
+                        await repository.unload(name)
+            except Exception:
+                # Polling goes on: the next round retries whatever this one could not finish.
+                logger.exception("polling the model repository %s failed", repository.root)
 
     async def stop(self) -> None:
         """Stop polling."""
