@@ -1,4 +1,4 @@
-"""ASGI routes of the Open Inference Protocol (KServe V2 / Triton REST) server."""
+"""ASGI routes of the Open Inference Protocol (KServe V2 / Triton REST) server, and its lifespan."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 import zlib
 from collections.abc import Callable
 from time import perf_counter_ns
+from typing import TYPE_CHECKING
 
 import orjson
 from starlette.applications import Starlette
@@ -16,17 +17,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from serve import __version__
+from serve import EXTENSIONS, SERVER_NAME, __version__
+from serve.control import ModelControl, Restriction
 from serve.metrics import prometheus_text
 from serve.protocol import ProtocolError, encode_infer_response, error_body, parse_infer_request
-from serve.control import ModelControl, Restriction
 from serve.repository import Repository
 from serve.runtime import InferencePool
 
+if TYPE_CHECKING:
+    from serve.grpc_server import GrpcServer
+
 logger = logging.getLogger("serve")
 
-SERVER_NAME = "kgraph-serve"
-EXTENSIONS = ["binary_tensor_data", "statistics", "model_repository", "model_configuration"]
 JSON = "application/json"
 _JSON_HEADER = (b"content-type", b"application/json")
 _BINARY_HEADER = (b"content-type", b"application/octet-stream")
@@ -186,7 +188,7 @@ def create_app(
     max_request_bytes: int,
     on_fatal: Callable[[], None],
     restriction: Restriction | None = None,
-    grpc_server=None,
+    grpc_server: GrpcServer | None = None,
 ) -> ServeApp:
     """The ASGI application serving a repository; loading (and the gRPC server) start with the app's lifespan."""
 

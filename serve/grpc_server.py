@@ -14,8 +14,7 @@ import grpc
 import orjson
 from google.protobuf import json_format
 
-from serve import __version__
-from serve.app import EXTENSIONS, SERVER_NAME
+from serve import EXTENSIONS, SERVER_NAME, __version__
 from serve.config import PLATFORM
 from serve.control import ModelControl, Restriction
 from serve.grpc_codec import encode_grpc_response, parse_grpc_request
