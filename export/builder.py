@@ -200,7 +200,8 @@ class GraphBuilder:
 
     def const(self, value, scope, name="const", dtype=None):
         """Initializer for a constant array, shared by all users of an equal constant; return its name."""
-        array = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+        array = np.asarray(value, dtype=dtype)
+        array = np.ascontiguousarray(array) if array.ndim else array  # ascontiguousarray makes a scalar 1-D
         key = (array.dtype.str, array.shape, array.tobytes())
         if key not in self._consts:
             unique = self.unique_name(f"{scope}/{name}" if scope else name)
