@@ -1,0 +1,112 @@
+"""The converter of ``x[key]`` (``kgraph.ops.getitem``): basic indexing and one integer-array index."""
+import numpy as np
+
+from kgraph import KerasTensor
+
+from export.converters.ops import INT64_MAX, INT64_MIN, int64, operand
+from export.registry import op_converter
+
+
+def _is_int(item):
+    return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+
+
+def _is_array(item):
+    return isinstance(item, (np.ndarray, list))
+
+
+def _expanded(ctx, key):
+    """The key's items with the Ellipsis (or the trailing axes) written out as full slices."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    for i, item in enumerate(items):
+        if isinstance(item, KerasTensor):
+            raise ctx.error("a tensor as an index selects elements by tensor values; expected constant indices, "
+                            "or ops.take / ops.take_along_axis for indices computed from tensors")
+        if _is_array(item) and np.asarray(item).dtype == np.bool_:
+            if np.ndim(item) != 1:
+                raise ctx.error("a constant boolean mask over several axes has no single Gather form; expected "
+                                "a 1-D mask")
+            items[i] = np.flatnonzero(item)  # a constant mask picks constant positions
+    ellipses = [i for i, item in enumerate(items) if item is Ellipsis]
+    used = sum(item is not None and item is not Ellipsis for item in items)
+    fill = [slice(None)] * (ctx.input_rank() - used)
+    if ellipses:
+        return items[:ellipses[0]] + fill + items[ellipses[0] + 1:]
+    return items + fill
+
+
+def _bounds(item, size):
+    """``(start, end, step)`` for ONNX Slice of a slice or int ``item`` on an axis of ``size`` (None: unknown)."""
+    if _is_int(item):
+        item = slice(int(item), int(item) + 1 if int(item) != -1 else None)
+    step = 1 if item.step is None else int(item.step)
+    if size is not None:
+        picked = range(*item.indices(size))
+        if not picked:
+            return 0, 0, 1
+        end = picked[-1] + step
+        return picked[0], (INT64_MIN if end < 0 else end), step
+    # Unknown size: ONNX clamps like Python except a negative start beyond the size with a negative step.
+    start = (0 if step > 0 else INT64_MAX) if item.start is None else int(item.start)
+    end = (INT64_MAX if step > 0 else INT64_MIN) if item.stop is None else int(item.stop)
+    return start, end, step
+
+
+def _gather_index(ctx, items):
+    """The position of the one item Gather takes (the integer array, or a lone int), or None."""
+    arrays = [i for i, item in enumerate(items) if _is_array(item)]
+    ints = [i for i, item in enumerate(items) if _is_int(item)]
+    if len(arrays) > 1:
+        raise ctx.error("more than one integer-array index has no single ONNX Gather form")
+    if arrays:
+        advanced = sorted(arrays + ints)
+        if advanced != list(range(advanced[0], advanced[-1] + 1)) or any(item is None for item in items):
+            raise ctx.error("an integer-array index apart from the other integer indices (or with None) moves "
+                            "axes in NumPy's order; expected them side by side")
+        return arrays[0]
+    return ints[0] if len(ints) == 1 else None
+
+
+def _rank(item):
+    """The number of output axes an index array (or a lone int, 0) gives."""
+    return np.ndim(item)
+
+
+@op_converter("getitem", opset=13)
+def convert_getitem(ctx):
+    """One Slice for the slices and ints, a Gather for an integer array (or a lone int), Squeeze, Unsqueeze."""
+    x = operand(ctx, ctx.arguments["x"])
+    items = _expanded(ctx, ctx.arguments["key"])
+    shape = ctx.input_shape()
+    gather = _gather_index(ctx, items)
+    sliced, squeezed, added = [], [], []
+    axis = out = 0  # the input axis and the output position each item is at
+    gather_axis = None
+    for i, item in enumerate(items):
+        if item is None:
+            added.append(out)
+            out += 1
+            continue
+        if i == gather:
+            gather_axis = axis
+            out += _rank(item)
+        elif _is_int(item):
+            sliced.append((axis,) + _bounds(item, shape[axis]))
+            squeezed.append(axis)
+        else:
+            if item != slice(None):
+                sliced.append((axis,) + _bounds(item, shape[axis]))
+            out += 1
+        axis += 1
+    if sliced:
+        axes, starts, ends, steps = (list(column) for column in zip(*sliced))
+        x = ctx.op("Slice", [x, ctx.const(int64(starts), name="starts"), ctx.const(int64(ends), name="ends"),
+                             ctx.const(int64(axes), name="axes"), ctx.const(int64(steps), name="steps")])
+    if gather is not None:
+        x = ctx.op("Gather", [x, ctx.const(int64(items[gather]), name="index")], axis=gather_axis)
+        squeezed = [a + _rank(items[gather]) - 1 if a > gather_axis else a for a in squeezed]
+    if squeezed:
+        x = ctx.op("Squeeze", [x, ctx.const(int64(squeezed), name="axes")])
+    if added:
+        x = ctx.op("Unsqueeze", [x, ctx.const(int64(added), name="axes")])
+    return x
