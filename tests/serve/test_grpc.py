@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import socket
 
 import grpc
 import numpy as np
@@ -11,7 +12,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from tests.serve import models
-from tests.serve.harness import reference
+from tests.serve.harness import ServeProcess, reference
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +145,13 @@ def test_model_control_is_refused_in_none_mode(client):
     assert error.value.status() == str(grpc.StatusCode.INVALID_ARGUMENT)
     assert "--model-control-mode explicit" in error.value.message()
     assert client.is_model_ready("mlp")
+
+
+def test_busy_grpc_port_fails_startup(mlp_file):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = ServeProcess(mlp_file, "--grpc-port", str(port))
+        assert server.process.wait(timeout=60) == 1
+    assert f"cannot bind the gRPC port 127.0.0.1:{port}" in server.log()
