@@ -4,7 +4,7 @@ import gc
 
 import numpy as np
 
-from kgraph import graph, planning, tree
+from kgraph import graph, masking, planning, tree
 from kgraph.input_layer import Input, InputLayer
 from kgraph.keras_tensor import KerasTensor
 from kgraph.layer import Layer
@@ -79,6 +79,9 @@ class Functional(Model):
             uses[id(t)] += 1
         self._uses = dict(uses)
         self._plan, self._fusions = planning.plan(nodes, self._uses)
+        # Nodes that read or make a mask run with mask bookkeeping (kgraph.masking); most graphs have none.
+        self._masked_nodes = {id(node) for node in nodes
+                              if any(t._keras_mask is not None for t in node.input_tensors + node.output_tensors)}
 
     # ----- graph views ------------------------------------------------------
     @property
@@ -186,6 +189,8 @@ class Functional(Model):
         """Run the plan (deepest depth first) on a flat list of input arrays."""
         values = {id(t): x for t, x in zip(self.inputs, arrays)}
         remaining = dict(self._uses)
+        masks = {} if self._masked_nodes else None
+        masks_of = (lambda t: masks.get(id(t))) if masks is not None else None  # noqa: E731
         for node in self._plan:
             if type(node) is not Node:  # a fused step (kgraph.planning)
                 node.run(values, remaining)
@@ -199,7 +204,17 @@ class Functional(Model):
                 kwargs = tree.map_structure(fill, node.call_kwargs)
             if training is not None and layer._call_accepts_training and "training" not in kwargs:
                 kwargs["training"] = training
-            result = layer(*args, **kwargs)
+            if masks is not None and id(node) in self._masked_nodes:
+                previous, extra = masking.mask_arguments(layer, node.call_args, node.call_kwargs, masks_of)
+                for key, mask in extra.items():
+                    kwargs.setdefault(key, mask)
+                result = layer(*args, **kwargs)
+                made = masking.output_masks(layer, args[0], kwargs.get("mask", previous), len(node.output_tensors))
+                for t, mask in zip(node.output_tensors, made):
+                    if mask is not None:
+                        masks[id(t)] = mask
+            else:
+                result = layer(*args, **kwargs)
             if len(node.output_tensors) == 1 and not tree.is_nested(node.outputs):
                 values[id(node.output_tensors[0])] = result
             else:
@@ -210,6 +225,8 @@ class Functional(Model):
                 remaining[key] -= 1
                 if remaining[key] == 0:
                     del values[key]
+                    if masks:
+                        masks.pop(key, None)
         return tree.pack_sequence_as(self._outputs_struct, [values[id(t)] for t in self.outputs])
 
     def compute_output_spec(self, inputs, training=None, mask=None):

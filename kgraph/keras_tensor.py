@@ -9,7 +9,12 @@ KerasHistory = collections.namedtuple("KerasHistory", ["layer", "node_index", "t
 
 
 class KerasTensor:
-    """A symbolic tensor: ``shape`` (batch dim ``None``), ``dtype``, ``name``, ``_keras_history``."""
+    """A symbolic tensor: ``shape`` (batch dim ``None``), ``dtype``, ``name``, ``_keras_history``.
+
+    ``_keras_mask`` is the tensor's mask (a boolean KerasTensor) when a layer gave it one.
+    """
+
+    _keras_mask = None
 
     def __init__(self, shape, dtype=None, name=None):
         self.shape = tuple(None if d is None else int(d) for d in shape)

@@ -4,7 +4,7 @@ import inspect
 import numpy as np
 
 from kgraph import autodiff as _autodiff
-from kgraph import backend, naming, tree
+from kgraph import backend, masking, naming, tree
 from kgraph.input_spec import assert_input_compatibility
 from kgraph.keras_tensor import KerasTensor, shape_of
 from kgraph.node import Node
@@ -37,6 +37,10 @@ class Layer(Operation):
 
     _preserves_dtype = False
     _call_accepts_training = True
+    _call_accepts_mask = False
+    _call_mask_arguments = ()
+    # Layers that pass a mask through unchanged set this (Keras's supports_masking=True in __init__).
+    _masking = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -47,6 +51,9 @@ class Layer(Operation):
         build_params = [p for p in inspect.signature(cls.build).parameters.values()
                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         cls._build_arity = len(build_params) - 1
+        cls._call_accepts_mask = "mask" in params
+        cls._call_mask_arguments = tuple(name[:-5] for name in params if name.endswith("_mask") and
+                                         name[:-5] in params)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, batch_size=None,
                  input_dim=None, batch_input_shape=None, **kwargs):
@@ -60,7 +67,8 @@ class Layer(Operation):
         self.dtype = backend.standardize_dtype(dtype)
         self.built = False
         self.input_spec = None
-        self.supports_masking = False
+        # As in Keras 3: a layer that defines compute_mask supports masking; others set it themselves.
+        self.supports_masking = type(self)._masking or type(self).compute_mask is not Layer.compute_mask
         self._inbound_nodes = []
         self._outbound_nodes = []
         self._trainable_variables = []
@@ -234,6 +242,10 @@ class Layer(Operation):
     def call(self, inputs, *args, **kwargs):
         return inputs
 
+    def compute_mask(self, inputs, previous_mask):
+        """The mask of the outputs: by default the input's mask, passed through."""
+        return previous_mask
+
     def compute_output_shape(self, input_shape):
         raise NotImplementedError(
             f"Layer '{self.name}' of class {type(self).__name__} does not implement "
@@ -269,6 +281,7 @@ class Layer(Operation):
             assert_input_compatibility(self.input_spec, args[0], self.name)
             outputs = self.compute_output_spec(*args, **kwargs)
             Node(self, args, kwargs, outputs)
+            masking.set_symbolic_masks(self, args, kwargs, outputs)
             return outputs
         args = (tree.map_structure(self._convert_input, args[0]),) + args[1:]
         self._maybe_build(args)

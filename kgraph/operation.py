@@ -25,6 +25,9 @@ class Operation:
     """
 
     _call_accepts_training = False
+    _call_accepts_mask = False
+    _call_mask_arguments = ()
+    supports_masking = False
 
     def __init__(self, name=None):
         if name is not None and (not isinstance(name, str) or "/" in name or not name):

@@ -10,6 +10,7 @@ from kgraph.layers.recurrent import GRU, LSTM, SimpleRNN
 from kgraph.layers.convolutional import Conv1D, Conv2D, Conv2DTranspose
 from kgraph.layers.depthwise_separable import DepthwiseConv2D, SeparableConv2D
 from kgraph.layers.embedding import Embedding
+from kgraph.layers.masking_layer import Masking
 from kgraph.layers.normalization import BatchNormalization, LayerNormalization
 from kgraph.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D,
                                    GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D,

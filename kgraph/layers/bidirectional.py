@@ -52,6 +52,10 @@ class Bidirectional(Layer):
         self.return_sequences = self.forward_layer.return_sequences
         self.return_state = self.forward_layer.return_state
         self.input_spec = InputSpec(ndim=3)
+        self.supports_masking = True
+        # As in Keras: with return_sequences, masked steps of both directions output zeros.
+        for layer in (self.forward_layer, self.backward_layer):
+            layer.zero_output_for_mask = self.return_sequences
 
     def build(self, input_shape):
         for layer in (self.forward_layer, self.backward_layer):
@@ -71,9 +75,9 @@ class Bidirectional(Layer):
             return ops.multiply(forward, backward)
         return [forward, backward]
 
-    def call(self, sequences, training=False):
-        forward = self.forward_layer(sequences, training=training)
-        backward = self.backward_layer(sequences, training=training)
+    def call(self, sequences, mask=None, training=False):
+        forward = self.forward_layer(sequences, mask=mask, training=training)
+        backward = self.backward_layer(sequences, mask=mask, training=training)
         states = []
         if self.return_state:
             states = list(forward[1:]) + list(backward[1:])
@@ -84,6 +88,16 @@ class Bidirectional(Layer):
         if not self.return_state:
             return output
         return (output if self.merge_mode is None else [output]) + states
+
+    def compute_mask(self, inputs, previous_mask):
+        """The input mask for sequence outputs (each of them with ``merge_mode=None``); states have none."""
+        if isinstance(previous_mask, (list, tuple)):
+            previous_mask = previous_mask[0]
+        output_mask = previous_mask if self.return_sequences else None
+        outputs = [output_mask] if self.merge_mode is not None else [output_mask, output_mask]
+        if self.return_state:
+            return outputs + [None] * (2 * self.forward_layer._state_count)
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def compute_output_shape(self, input_shape):
         shapes = self.forward_layer.compute_output_shape(input_shape)

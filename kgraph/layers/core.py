@@ -10,6 +10,8 @@ from kgraph.random import generator
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)`` on the last axis; kernel shape (input_dim, units)."""
 
+    _masking = True
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
@@ -59,6 +61,8 @@ class Dense(Layer):
 class Activation(Layer):
     """Applies an activation function by name or callable."""
 
+    _masking = True
+
     _preserves_dtype = True
 
     def __init__(self, activation, **kwargs):
@@ -80,6 +84,8 @@ class Activation(Layer):
 class Identity(Layer):
     """Returns its input unchanged."""
 
+    _masking = True
+
     _preserves_dtype = True
 
     def call(self, inputs):
@@ -91,6 +97,8 @@ class Identity(Layer):
 
 class Dropout(Layer):
     """Zeroes a fraction ``rate`` of inputs in training and scales the rest by ``1 / (1 - rate)``."""
+
+    _masking = True
 
     _preserves_dtype = True
 

@@ -23,9 +23,8 @@ class Embedding(Layer):
         self.output_dim = _positive_int(name, "output_dim", output_dim)
         super().__init__(**kwargs)
         reject_unsupported(self, embeddings_constraint=embeddings_constraint)
-        if mask_zero:
-            raise ValueError(f"Layer '{self.name}': kgraph does not propagate masks; expected mask_zero=False. "
-                             f"Received: mask_zero={mask_zero!r}")
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
         # Keras's "uniform" is RandomUniform(-0.05, 0.05).
         self.embeddings_initializer = (initializers.RandomUniform() if embeddings_initializer == "uniform"
                                        else initializers.get(embeddings_initializer))
@@ -58,6 +57,10 @@ class Embedding(Layer):
     def call(self, inputs):
         return ops.take(self.embeddings, self._indices(inputs), axis=0)
 
+    def compute_mask(self, inputs, previous_mask=None):
+        """With ``mask_zero``, index 0 is padding: the mask is ``inputs != 0``."""
+        return ops.not_equal(inputs, 0) if self.mask_zero else None
+
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.output_dim,)
 
@@ -67,5 +70,6 @@ class Embedding(Layer):
             "input_dim": self.input_dim, "output_dim": self.output_dim,
             "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
             "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
+            "mask_zero": self.mask_zero,
         })
         return config

@@ -20,6 +20,8 @@ def _broadcast_shapes(shapes, layer_name):
 class _Merge(Layer):
     """Elementwise merge of a list of at least two same-shaped (or broadcastable) inputs."""
 
+    _masking = True
+
     _min_inputs = 2
 
     def _check(self, input_shape):
@@ -42,6 +44,12 @@ class _Merge(Layer):
 
     def call(self, inputs):
         return functools.reduce(self._merge, inputs)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """Keras's merge mask: a step is kept where any input keeps it (None unless every input is masked)."""
+        if previous_mask is None or any(m is None for m in previous_mask):
+            return None
+        return functools.reduce(ops.logical_or, previous_mask)
 
 
 class Add(_Merge):
@@ -87,6 +95,8 @@ class Subtract(_Merge):
 class Concatenate(Layer):
     """Concatenates a list of inputs along ``axis``."""
 
+    _masking = True
+
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         self.axis = int(axis)
@@ -122,6 +132,20 @@ class Concatenate(Layer):
 
     def call(self, inputs):
         return ops.concatenate(list(inputs), axis=self.axis)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """The inputs' masks (all-true where an input has none) joined along ``axis``, reduced over features."""
+        if previous_mask is None or all(m is None for m in previous_mask):
+            return None
+        masks = []
+        for x, m in zip(inputs, previous_mask):
+            if m is None:
+                masks.append(ops.ones_like(x, dtype="bool"))
+            elif ops.ndim(m) < ops.ndim(x):
+                masks.append(ops.broadcast_to(ops.expand_dims(m, -1), ops.shape(x)))
+            else:
+                masks.append(m)
+        return ops.any(ops.concatenate(masks, axis=self.axis), axis=-1)
 
     def get_config(self):
         config = super().get_config()

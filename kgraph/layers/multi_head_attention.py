@@ -19,6 +19,20 @@ def causal_mask(query_length, value_length):
     return np.arange(query_length)[:, None] >= np.arange(value_length)[None, :]
 
 
+def _with_sequence_masks(attention_mask, query_mask, value_mask, key_mask):
+    """Keras's attention mask from the query/value/key padding masks: ``(B, T, S)``, and-ed with the given one."""
+    auto = None
+    if query_mask is not None:
+        auto = np.asarray(query_mask, dtype=bool)[:, :, None]
+    for mask in (value_mask, key_mask):
+        if mask is not None:
+            expanded = np.asarray(mask, dtype=bool)[:, None, :]
+            auto = expanded if auto is None else auto & expanded
+    if auto is None:
+        return attention_mask
+    return auto if attention_mask is None else np.asarray(attention_mask, dtype=bool) & auto
+
+
 class MultiHeadAttention(Layer):
     """Multi-head scaled dot-product attention, ``mha(query, value, key=None, ...)``.
 
@@ -29,6 +43,8 @@ class MultiHeadAttention(Layer):
     ``attention_mask`` or above the diagonal with ``use_causal_mask``) score
     -1e9 before the softmax and get probability 0 after it.
     """
+
+    _masking = True  # the output keeps the query's mask
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
@@ -139,10 +155,11 @@ class MultiHeadAttention(Layer):
             mask = causal if mask is None else mask & causal
         return mask
 
-    def call(self, query, value, key=None, attention_mask=None, return_attention_scores=False, training=None,
-             use_causal_mask=False):
+    def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None, attention_mask=None,
+             return_attention_scores=False, training=None, use_causal_mask=False):
         value = self._convert_input(value)
         key = value if key is None else self._convert_input(key)
+        attention_mask = _with_sequence_masks(attention_mask, query_mask, value_mask, key_mask)
         for x, argument in ((query, "query"), (value, "value"), (key, "key")):
             self._check_rank(np.shape(x), argument)
         q = self._heads(query, self.query_kernel, self.query_bias)

@@ -26,6 +26,8 @@ class BatchNormalization(Layer):
     statistics and changes nothing.
     """
 
+    _masking = True
+
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
@@ -109,6 +111,8 @@ class LayerNormalization(Layer):
 
     ``gamma`` and ``beta`` have shape ``tuple(input_shape[a] for a in sorted(axis))``, as in Keras.
     """
+
+    _masking = True
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,

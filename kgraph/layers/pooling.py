@@ -101,10 +101,21 @@ class GlobalPooling(Layer):
 
 
 class GlobalAveragePooling1D(GlobalPooling):
-    """Mean over the steps of ``(batch, steps, channels)``."""
+    """Mean over the steps of ``(batch, steps, channels)``; with a mask, over the unmasked steps only."""
 
     rank = 1
     reduce_function = ops.mean
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return super().call(inputs)
+        axis = 1 if self.data_format == "channels_last" else 2
+        keep = ops.cast(ops.expand_dims(mask, axis=2 if axis == 1 else 1), inputs.dtype)
+        return ops.divide(ops.sum(ops.multiply(inputs, keep), axis=axis, keepdims=self.keepdims),
+                          ops.sum(keep, axis=axis, keepdims=self.keepdims))
+
+    def compute_mask(self, inputs, previous_mask=None):
+        return None
 
 
 class GlobalAveragePooling2D(GlobalPooling):

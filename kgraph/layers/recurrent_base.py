@@ -75,6 +75,9 @@ class RecurrentBase(Layer):
         self.stateful = False
         self.unroll = bool(unroll)
         self.input_spec = InputSpec(ndim=3)
+        self.supports_masking = True
+        # Masked steps output the previous output (Keras's default) or zeros (what Bidirectional asks for).
+        self.zero_output_for_mask = False
 
     def _gate_activation(self, identifier, argument):
         """The activation function and its name, which must be one the fused ops implement."""
@@ -145,14 +148,34 @@ class RecurrentBase(Layer):
         return self._masks(self.recurrent_dropout, (self._gates, batch, self.units), dtype)
 
     # ----- calling -------------------------------------------------------------
-    def call(self, sequences, training=False):
+    def call(self, sequences, mask=None, training=False):
         projection = self._input_projection(sequences, training)
         masks = self._recurrent_masks(sequences.shape[0], projection.dtype, training)
-        sequence, *states = self._recur(projection, masks)
+        step_mask = None if mask is None else self._step_mask(mask, sequences.shape[:2])
+        sequence, *states = self._recur(projection, masks, step_mask)
         output = sequence if self.return_sequences else states[0]
         if self.return_state:
             return [output] + states
         return output
+
+    def _step_mask(self, mask, expected):
+        mask = np.asarray(mask)
+        if mask.shape != tuple(expected):
+            raise ValueError(f"{type(self).__name__} layer '{self.name}' expects a mask of shape (batch, timesteps)"
+                             f" = {tuple(expected)}. Received: mask.shape={mask.shape}")
+        return mask.astype(bool)
+
+    def _mask_options(self, step_mask):
+        return {"step_mask": step_mask, "zero_output_for_mask": self.zero_output_for_mask}
+
+    def compute_mask(self, inputs, previous_mask):
+        """The input mask for ``return_sequences`` outputs; states have none."""
+        if isinstance(previous_mask, (list, tuple)):
+            previous_mask = previous_mask[0]
+        output_mask = previous_mask if self.return_sequences else None
+        if self.return_state:
+            return [output_mask] + [None] * self._state_count
+        return output_mask
 
     def compute_output_shape(self, input_shape):
         batch, timesteps = input_shape[0], input_shape[1]

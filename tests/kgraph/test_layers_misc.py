@@ -52,8 +52,6 @@ def test_embedding_out_of_range_index_is_a_clear_error(ids, bad):
 def test_embedding_bad_arguments():
     with pytest.raises(ValueError, match="`input_dim` must be a positive integer"):
         layers.Embedding(0, 3)
-    with pytest.raises(ValueError, match="mask_zero"):
-        layers.Embedding(3, 3, mask_zero=True)
     layer = layers.Embedding(3, 2, embeddings_initializer="zeros")
     assert type(layer).from_config(layer.get_config()).get_config() == layer.get_config()
 
