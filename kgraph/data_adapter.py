@@ -1,4 +1,6 @@
 """Turning user data (arrays, lists, dicts) into aligned flat lists and batches for training."""
+import os
+
 import numpy as np
 
 from kgraph.random import generator
@@ -77,10 +79,71 @@ def split_validation(arrays, validation_split):
 
 
 def batches(n, batch_size, shuffle):
-    """Index arrays, one per batch, over ``n`` samples."""
+    """Index arrays, one per batch, over ``n`` samples.
+
+    shuffle: ``True`` permutes the samples, ``"batch"`` permutes the order of
+        whole batches (rows within a batch stay contiguous; a last, smaller
+        batch stays last), ``False`` keeps the order.
+    """
+    if shuffle == "batch":
+        starts = np.arange(0, n - n % batch_size, batch_size)
+        starts = np.concatenate([generator().permutation(starts), np.arange(len(starts) * batch_size, n, batch_size)])
+        return [np.arange(start, min(start + batch_size, n)) for start in starts]
     order = generator().permutation(n) if shuffle else np.arange(n)
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
+def _file_layout(a):
+    """``(path, byte offset of row 0, bytes per row, bytes between rows)`` of a read-only memory map, else None.
+
+    Only C-ordered rows of a map opened with ``mode="r"`` qualify; views of one
+    (``mm[1000:]``) keep their position in the file.
+    """
+    if not isinstance(a, np.memmap) or not hasattr(os, "preadv") or a.ndim == 0 or a.strides[0] <= 0:
+        return None
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not isinstance(root, np.memmap) or root.mode != "r" or not root.filename:
+        return None
+    row = np.lib.stride_tricks.as_strided(a, shape=a.shape[1:], strides=a.strides[1:])
+    if not row.flags.c_contiguous:
+        return None
+    address = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return root.filename, root.offset + address, a.itemsize * row.size, a.strides[0]
+
+
+def read_rows(a, index):
+    """``a[index]`` as a new array; rows of a read-only memory map are read from its file.
+
+    Reading with ``preadv`` leaves the map untouched, so a pass over a file much
+    larger than memory keeps only the current batch resident.
+    """
+    layout = _file_layout(a)
+    if layout is None:
+        return a[index]
+    path, start, row_bytes, stride = layout
+    rows = np.arange(len(a))[index]
+    out = np.empty((len(rows),) + a.shape[1:], dtype=a.dtype)
+    if not len(rows):
+        return out
+    flat = out.reshape(-1).view(np.uint8).reshape(len(rows), row_bytes)
+    # Runs of consecutive rows are one read each when rows are packed in the file.
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1 if stride == row_bytes else np.arange(1, len(rows))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for first, end in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [len(rows)]])):
+            buffer = memoryview(flat[first:end].reshape(-1))
+            offset, done = start + int(rows[first]) * stride, 0
+            while done < len(buffer):
+                got = os.preadv(fd, [buffer[done:]], offset + done)
+                if got <= 0:
+                    raise OSError(f"Unexpected end of file while reading rows of the memory map {path!r}.")
+                done += got
+    finally:
+        os.close(fd)
+    return out
+
+
 def take(arrays, index):
-    return [a[index] if a is not None else None for a in arrays]
+    return [read_rows(a, index) if a is not None else None for a in arrays]

@@ -1,8 +1,13 @@
 """Trainer: compile / fit / evaluate / predict and the *_on_batch methods of Model."""
+import functools
+
 import numpy as np
 
 from kgraph import data_adapter as data
 from kgraph import tree
+from kgraph.epoch_iterator import (ArrayAdapter, EpochIterator, GeneratorAdapter, PyDatasetAdapter, is_batch_source,
+                                   source_kind, unpack_batch)
+from kgraph.py_dataset import PyDataset
 
 
 class Trainer:
@@ -104,6 +109,32 @@ class Trainer:
         data.check_cardinality({"x": xs, "y": ys or [], "sample_weight": sws or []})
         return xs, ys, sws
 
+    def _standardize_batch(self, batch, class_weight=None, need_y=True):
+        x, y, sample_weight = unpack_batch(batch)
+        return self._prepare(x, y, sample_weight, class_weight, need_y)
+
+    def _iterator(self, x, y, sample_weight, batch_size, shuffle, steps, what="x", steps_name="steps",
+                  batch_size_name="batch_size", class_weight=None, need_y=True):
+        """An EpochIterator over ``x`` (arrays, a generator/iterator or a PyDataset)."""
+        if not is_batch_source(x):
+            arrays = self._prepare(x, y, sample_weight, class_weight, need_y)
+            return EpochIterator(ArrayAdapter(arrays, batch_size or 32, shuffle), steps, what, steps_name)
+        kind = source_kind(x)
+        for name, value, part in (("y", y, "targets"), ("sample_weight", sample_weight, "sample weights")):
+            if value is not None:
+                raise ValueError(f"When providing `{what}` as a {kind}, `{name}` should not be passed. "
+                                 f"Instead, the {part} should be included as part of the {kind}.")
+        if batch_size is not None:
+            raise ValueError(f"The `{batch_size_name}` argument must not be specified for the given input type: "
+                             f"a {kind} yields whole batches. Received: {batch_size_name}={batch_size!r}, "
+                             f"{what} of type {type(x).__name__}")
+        standardize = functools.partial(self._standardize_batch, class_weight=class_weight, need_y=need_y)
+        if isinstance(x, PyDataset):
+            adapter = PyDatasetAdapter(x, shuffle, standardize)
+        else:
+            adapter = GeneratorAdapter(x, standardize)
+        return EpochIterator(adapter, steps, what, steps_name)
+
     @staticmethod
     def _verbose(verbose):
         return 1 if verbose == "auto" else int(verbose)
@@ -125,47 +156,80 @@ class Trainer:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1):
-        """Train for ``epochs`` epochs; returns the History callback."""
+        """Train for ``epochs`` epochs; returns the History callback.
+
+        ``x`` may be arrays (lists/dicts of them, memory maps included), a
+        generator or iterator of ``(x, y[, sample_weight])`` batches, or a
+        ``kgraph.utils.PyDataset``; ``validation_data`` likewise.
+        """
         self._require_compiled("fit")
-        batch_size = batch_size or 32
-        xs, ys, sws = self._prepare(x, y, sample_weight, class_weight)
-        val = None
+        val_iterator = None
         if validation_data is not None:
-            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
-                raise ValueError("`validation_data` should be a tuple `(x_val, y_val)` or "
-                                 f"`(x_val, y_val, val_sample_weight)`. Received: {type(validation_data)}")
-            val = self._prepare(*validation_data) if len(validation_data) == 3 else \
-                self._prepare(validation_data[0], validation_data[1], None)
-        elif validation_split:
+            if is_batch_source(validation_data):
+                val_iterator = self._iterator(validation_data, None, None, validation_batch_size, False,
+                                              validation_steps, "validation_data", "validation_steps",
+                                              "validation_batch_size")
+            else:
+                if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+                    raise ValueError("`validation_data` should be a tuple `(x_val, y_val)` or "
+                                     f"`(x_val, y_val, val_sample_weight)`. Received: {type(validation_data)}")
+                val = self._prepare(*validation_data) if len(validation_data) == 3 else \
+                    self._prepare(validation_data[0], validation_data[1], None)
+                val_iterator = EpochIterator(ArrayAdapter(val, validation_batch_size or batch_size or 32, False),
+                                             validation_steps, "validation_data", "validation_steps")
+        if validation_split and is_batch_source(x):
+            raise ValueError("`validation_split` is only supported for NumPy arrays. Received: x of type "
+                             f"{type(x).__name__}; pass `validation_data` instead.")
+        if validation_split and val_iterator is None:
+            xs, ys, sws = self._prepare(x, y, sample_weight, class_weight)
             n_x, n_y = len(xs), len(ys)
             train, held = data.split_validation(xs + ys + (sws or []), validation_split)
-            xs, ys, sws = train[:n_x], train[n_x:n_x + n_y], (train[n_x + n_y:] or None)
-            val = (held[:n_x], held[n_x:n_x + n_y], held[n_x + n_y:] or None)
-        n = len(xs[0])
-        steps = -(-n // batch_size)
-        verbose = self._verbose(verbose)
-        cl = self._callbacks(callbacks, verbose, epochs, steps, with_history=True)
+            train_iterator = EpochIterator(
+                ArrayAdapter((train[:n_x], train[n_x:n_x + n_y], train[n_x + n_y:] or None), batch_size or 32,
+                             shuffle), steps_per_epoch, "x", "steps_per_epoch")
+            val_iterator = EpochIterator(
+                ArrayAdapter((held[:n_x], held[n_x:n_x + n_y], held[n_x + n_y:] or None),
+                             validation_batch_size or batch_size or 32, False), validation_steps,
+                "validation_data", "validation_steps")
+        else:
+            train_iterator = self._iterator(x, y, sample_weight, batch_size, shuffle, steps_per_epoch,
+                                            steps_name="steps_per_epoch", class_weight=class_weight)
+        try:
+            return self._fit_loop(train_iterator, val_iterator, epochs, verbose, callbacks, initial_epoch,
+                                  validation_freq)
+        finally:
+            train_iterator.close()
+            if val_iterator is not None:
+                val_iterator.close()
+
+    def _fit_loop(self, iterator, val_iterator, epochs, verbose, callbacks, initial_epoch, validation_freq):
+        cl = self._callbacks(callbacks, self._verbose(verbose), epochs, iterator.num_batches, with_history=True)
         self.stop_training = False
+        self._initial_epoch = None
         cl.on_train_begin()
-        logs = {}
+        if self._initial_epoch is not None:
+            initial_epoch = self._initial_epoch
+        epoch_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
+            batches = iterator.epoch()
+            if batches is None:
+                break
             cl.on_epoch_begin(epoch)
-            for step, index in enumerate(data.batches(n, batch_size, shuffle)):
+            for step, (xs, ys, sws) in enumerate(batches):
                 cl.on_train_batch_begin(step)
-                logs = self.train_step(data.take(xs, index), data.take(ys, index),
-                                       data.take(sws, index) if sws else None)
+                logs = self.train_step(xs, ys, sws)
                 cl.on_train_batch_end(step, logs)
                 if self.stop_training:
                     break
             epoch_logs = dict(logs)
-            if val is not None and (epoch + 1) % validation_freq == 0:
-                val_logs = self._evaluate_arrays(*val, validation_batch_size or batch_size, None)
+            if val_iterator is not None and (epoch + 1) % validation_freq == 0:
+                val_logs = self._evaluate_epoch(val_iterator, None)
                 epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cl.on_epoch_end(epoch, epoch_logs)
-            if self.stop_training:
+            if self.stop_training or iterator.ran_out:
                 break
-        cl.on_train_end(epoch_logs if epochs > initial_epoch else {})
+        cl.on_train_end(epoch_logs)
         return self.history
 
     def _empty_outputs(self, xs):
@@ -182,16 +246,24 @@ class Trainer:
         results = [np.asarray(m.result()) for m in self.metrics]
         return {m.name: float(r) if r.ndim == 0 else r for m, r in zip(self.metrics, results)}
 
-    def _evaluate_arrays(self, xs, ys, sws, batch_size, cl):
+    @staticmethod
+    def _no_batches(iterator):
+        adapter = iterator.adapter
+        if isinstance(adapter, ArrayAdapter):
+            return adapter.arrays
+        raise ValueError(f"`{iterator.what}` yielded no batches: there is nothing to compute on.")
+
+    def _evaluate_epoch(self, iterator, cl):
         self.reset_metrics()
-        if len(xs[0]) == 0:
+        batches = iterator.epoch()
+        if batches is None:
+            xs, ys, _ = self._no_batches(iterator)
             return self._empty_logs(xs, ys)
         logs = {}
-        for step, index in enumerate(data.batches(len(xs[0]), batch_size, shuffle=False)):
+        for step, (xs, ys, sws) in enumerate(batches):
             if cl:
                 cl.on_test_batch_begin(step)
-            logs = self.test_step(data.take(xs, index), data.take(ys, index),
-                                  data.take(sws, index) if sws else None)
+            logs = self.test_step(xs, ys, sws)
             if cl:
                 cl.on_test_batch_end(step, logs)
         return logs
@@ -200,13 +272,14 @@ class Trainer:
                  callbacks=None, return_dict=False):
         """Loss and metrics on the given data (a scalar, a list in ``metrics_names`` order, or a dict)."""
         self._require_compiled("evaluate")
-        batch_size = batch_size or 32
-        xs, ys, sws = self._prepare(x, y, sample_weight)
-        verbose = self._verbose(verbose)
-        cl = self._callbacks(callbacks, verbose, 1, -(-len(xs[0]) // batch_size), with_history=False)
-        cl.on_test_begin()
-        logs = self._evaluate_arrays(xs, ys, sws, batch_size, cl)
-        cl.on_test_end(logs)
+        iterator = self._iterator(x, y, sample_weight, batch_size, False, steps)
+        try:
+            cl = self._callbacks(callbacks, self._verbose(verbose), 1, iterator.num_batches, with_history=False)
+            cl.on_test_begin()
+            logs = self._evaluate_epoch(iterator, cl)
+            cl.on_test_end(logs)
+        finally:
+            iterator.close()
         return self._format_logs(logs, return_dict)
 
     def _format_logs(self, logs, return_dict):
@@ -217,20 +290,20 @@ class Trainer:
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Model outputs for ``x``, computed in batches (structure as the model's outputs)."""
-        batch_size = batch_size or 32
-        xs = data.flatten_by_names(x, self._input_names(), "x")
-        n = data.check_cardinality({"x": xs})
-        verbose = self._verbose(verbose)
-        cl = self._callbacks(callbacks, 0, 1, -(-n // batch_size), with_history=False)
-        cl.on_predict_begin()
-        chunks = []
-        for step, index in enumerate(data.batches(n, batch_size, shuffle=False)):
-            cl.on_predict_batch_begin(step)
-            chunks.append(self._forward(data.take(xs, index), training=False))
-            cl.on_predict_batch_end(step, {})
-        cl.on_predict_end()
-        if n == 0:
-            return self._pack_outputs(self._empty_outputs(xs))
+        iterator = self._iterator(x, None, None, batch_size, False, steps, need_y=False)
+        try:
+            cl = self._callbacks(callbacks, 0, 1, iterator.num_batches, with_history=False)
+            cl.on_predict_begin()
+            chunks = []
+            for step, (xs, _, _) in enumerate(iterator.epoch() or ()):
+                cl.on_predict_batch_begin(step)
+                chunks.append(self._forward(xs, training=False))
+                cl.on_predict_batch_end(step, {})
+            cl.on_predict_end()
+        finally:
+            iterator.close()
+        if not chunks:
+            return self._pack_outputs(self._empty_outputs(self._no_batches(iterator)[0]))
         flat = [np.concatenate([c[i] for c in chunks], axis=0) for i in range(len(chunks[0]))]
         return self._pack_outputs(flat)
 

@@ -1,5 +1,6 @@
 """Utilities: reproducible randomness and a fresh naming session."""
 from kgraph import naming, random
+from kgraph.py_dataset import PyDataset  # noqa: F401
 
 
 def set_random_seed(seed):

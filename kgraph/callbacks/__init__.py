@@ -1,4 +1,5 @@
 """Training callbacks with Keras 3's names and behaviour."""
+from kgraph.callbacks.backup_and_restore import BackupAndRestore
 from kgraph.callbacks.callback import Callback
 from kgraph.callbacks.callback import CallbackList
 from kgraph.callbacks.csv_logger import CSVLogger
@@ -14,6 +15,7 @@ from kgraph.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from kgraph.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
+    "BackupAndRestore",
     "Callback",
     "CallbackList",
     "CSVLogger",
