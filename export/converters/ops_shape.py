@@ -118,7 +118,10 @@ def convert_roll(ctx):
     x, shape = _x(ctx), ctx.input_shape()
     if args["axis"] is None:
         size = None if None in shape else int(np.prod(shape))
-        return reshape(ctx, _roll_axis(ctx, flatten(ctx, x), int(args["shift"]), 0, size), shape)
+        rolled = _roll_axis(ctx, flatten(ctx, x), int(args["shift"]), 0, size)
+        if sum(d is None for d in shape) > 1:
+            return ctx.op("Reshape", [rolled, ctx.op("Shape", [x])])
+        return reshape(ctx, rolled, shape)
     axes = args["axis"] if isinstance(args["axis"], (tuple, list)) else [args["axis"]]
     shifts = args["shift"] if isinstance(args["shift"], (tuple, list)) else [args["shift"]] * len(axes)
     for shift, axis in zip(shifts, axes):
@@ -147,35 +150,20 @@ def convert_stack(ctx):
     return ctx.op("Concat", xs, axis=axis)
 
 
-def _split(ctx, equal_parts_attribute):
-    """Split into the output count: sizes written out when the axis size is known, else equal parts or Slices."""
-    args = ctx.arguments
-    rank = ctx.input_rank()
-    axis = int(args["axis"]) % rank
-    size, sections = ctx.input_shape()[axis], args["indices_or_sections"]
-    x, n = _x(ctx), ctx.num_outputs
-    if size is None and isinstance(sections, (tuple, list, np.ndarray)):
-        bounds = [0] + [int(i) for i in sections] + [INT64_MAX]
-        return [_slice(ctx, x, lo, hi, axis) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    if size is None:
-        attrs = {"num_outputs": n} if equal_parts_attribute else {}
-        parts = ctx.op("Split", [x], outputs=n, axis=axis, **attrs)
-    else:
-        sizes = [len(part) for part in np.array_split(np.arange(size), sections)]
-        parts = ctx.op("Split", [x, ctx.const(int64(sizes), name="split")], outputs=n, axis=axis)
-    return parts if n > 1 else [parts]
-
-
 @op_converter("split", opset=13)
 def convert_split(ctx):
-    """Split with sizes; equal parts of an unknown-size axis take no sizes."""
-    return _split(ctx, equal_parts_attribute=False)
-
-
-@op_converter("split", opset=18)
-def convert_split_18(ctx):
-    """Split with sizes; equal parts of an unknown-size axis say ``num_outputs`` (required from opset 18)."""
-    return _split(ctx, equal_parts_attribute=True)
+    """One Split with the sizes written out; Slices where the axis size is unknown (split at indices)."""
+    args = ctx.arguments
+    axis = int(args["axis"]) % ctx.input_rank()
+    size, sections = ctx.input_shape()[axis], args["indices_or_sections"]
+    x, n = _x(ctx), ctx.num_outputs
+    if n == 1:
+        return [x]
+    if size is None:  # equal sections of an unknown size fail shape inference: these are indices
+        bounds = [0] + [int(i) for i in sections] + [INT64_MAX]
+        return [_slice(ctx, x, lo, hi, axis) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    sizes = [len(part) for part in np.array_split(np.arange(size), sections)]
+    return ctx.op("Split", [x, ctx.const(int64(sizes), name="split")], outputs=n, axis=axis)
 
 
 @op_converter("unstack", opset=13)

@@ -75,6 +75,8 @@ CASES = {
     "floor_int": ([((3,), "int32")], lambda x: ops.floor(x) + ops.ceil(x), None),
     "round": ([F], lambda x: ops.round(x), "halves"),
     "round_decimals": ([F], lambda x: ops.round(x, 1) + ops.round(x * 10, -1), None),
+    "float64": ([((4,), "float64")], lambda x: [ops.erf(x), ops.elu(x), ops.exp(x), ops.softplus(x), ops.gelu(x),
+                                                ops.hard_silu(x), ops.mod(x, 0.7)], None),
     "trigonometry": ([F], lambda x: ops.sin(x) + ops.cos(x) + ops.tanh(x) + ops.erf(x), None),
     "maximum_minimum": ([F, F], lambda x, y: ops.maximum(x, y) + ops.minimum(x, 0.5), None),
     "clip": ([F], lambda x: ops.clip(x, -1.0, 2.0), None),
@@ -116,6 +118,7 @@ CASES = {
     "stack": ([F, F], lambda x, y: [ops.stack([x, y], axis=1), ops.stack([y, x, y], axis=-1)], None),
     "split": ([(6,)], lambda x: [a * 2.0 for a in ops.split(x, 3, axis=1)] + ops.split(x, [1, 4], axis=-1), None),
     "split_batch": ([(2,)], lambda x: ops.split(x, [1], axis=0), None),
+    "split_dynamic": ([(None, 2)], lambda x: ops.split(x, [1, 3], axis=1) + ops.split(x, 1, axis=1), None),
     "unstack": ([(3, 2)], lambda x: ops.unstack(x, axis=1), None),
     "reshape": ([(2, 6)], lambda x: ops.reshape(x, (-1, 3, 4)) + x.reshape((-1, 3, 4)), None),
     "reshape_rows": ([(6,)], lambda x: ops.reshape(x, (-1, 3)), None),
@@ -132,6 +135,8 @@ CASES = {
     "repeat_batch": ([(2,)], lambda x: ops.repeat(x, 3, axis=0), None),
     "flip": ([(2, 3)], lambda x: ops.flip(x, axis=-1) + ops.flip(x, axis=(1, 2)), None),
     "flip_batch": ([(2,)], lambda x: ops.flip(x, axis=0), None),
+    "dynamic_axis": ([(None, 2)], lambda x: [ops.repeat(x, 2, axis=1), ops.roll(x, -1, axis=1), x[:, ::-1, :1],
+                                             ops.flip(x, 1), x[:, -2:], ops.roll(x, 1)], None),
     "roll": ([(2, 3)], lambda x: ops.roll(x, 1, axis=-1) + ops.roll(x, (-1, 4), axis=(1, 2)), None),
     "roll_flat": ([(2, 3)], lambda x: ops.roll(x, 2), None),
     "pad": ([(2, 3)], lambda x: ops.pad(x, ((0, 0), (1, 2), (0, 1))) + 1.0, None),
@@ -194,7 +199,7 @@ def test_op_matches_native_predict(name, opset):
     proto = to_onnx(model, opset=opset)
     sessions = [session(proto, level) for level in LEVELS]
     for batch in (0, 1, 3):
-        feeds = make_inputs(model, batch, sampler=_sampler(kind), seed=batch)
+        feeds = make_inputs(model, batch, sampler=_sampler(kind), seed=batch, steps=4)
         expected = native_outputs(model, feeds)
         for level, sess in zip(LEVELS, sessions):
             actual = sess.run(None, feeds)
@@ -224,6 +229,8 @@ def _op_types(fn, spec=(F,)):
     (lambda x: ops.stop_gradient(x) + x, [F], ["Add"]),
     (lambda x: ops.softmax(x, axis=1), [(3, 4)], ["Softmax"]),
     (lambda x, y: x @ y, [(3, 4), (4, 2)], ["MatMul"]),
+    (lambda x: ops.convert_to_tensor(x, "int32"), [F], ["Cast"]),
+    (lambda x: ops.convert_to_tensor(x) * 2.0, [F], ["Mul"]),
 ])
 def test_simple_ops_stay_one_node(fn, spec, expected):
     assert _op_types(fn, spec) == expected
@@ -275,11 +282,20 @@ def test_custom_layer_without_converter_is_traced_into_op_nodes():
     (lambda x: ops.pad(x, 1, mode="symmetric"), "pad mode 'symmetric'"),
     (lambda x: x[x > 0], "tensor as an index"),
     (lambda x: x[:, np.ones((3, 4), bool)], "boolean mask over several axes"),
+    (lambda x: ops.where(x > 0)[0], "returns indices"),
+    (lambda x: ops.pad(x, 1, mode="wrap"), "pad mode 'wrap' has no ONNX Pad form at opset 13"),
     (lambda x: x[:, [0, 1], None], "side by side"),
 ])
 def test_inexpressible_calls_raise_export_errors_naming_the_op(fn, message):
     with pytest.raises(ExportError, match=message):
-        to_onnx(_model([(3, 4)], fn))
+        to_onnx(_model([(3, 4)], fn), opset=13)
+
+
+def test_pad_wraps_from_opset_19():
+    model = _model([(3, 4)], lambda x: ops.pad(x, ((0, 0), (2, 1), (0, 3)), mode="wrap"))
+    feeds = make_inputs(model, 2)
+    actual = session(to_onnx(model, opset=19), LEVELS[1]).run(None, feeds)[0]
+    assert compare(native_outputs(model, feeds)[0], actual, 0.0, 0.0)[2]
 
 
 def test_every_public_op_has_a_converter_or_a_stated_reason():
