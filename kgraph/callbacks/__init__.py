@@ -12,6 +12,7 @@ from kgraph.callbacks.monitor_callback import MonitorCallback
 from kgraph.callbacks.progbar import Progbar
 from kgraph.callbacks.progbar import ProgbarLogger
 from kgraph.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from kgraph.callbacks.tensorboard import TensorBoard
 from kgraph.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
@@ -28,5 +29,6 @@ __all__ = [
     "Progbar",
     "ProgbarLogger",
     "ReduceLROnPlateau",
+    "TensorBoard",
     "TerminateOnNaN",
 ]
