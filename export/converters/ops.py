@@ -69,6 +69,7 @@ def rank_of(value):
 
 
 def is_float(dtype):
+    """Whether ``dtype`` is a floating-point dtype."""
     return np.issubdtype(np.dtype(dtype), np.floating)
 
 

@@ -42,6 +42,7 @@ def _finish(ctx, y, args):
 
 
 def _bias(ctx, args):
+    """The call's ``bias`` as an initializer name, or None."""
     return None if args["bias"] is None else ctx.tensor(args["bias"])
 
 

@@ -8,10 +8,12 @@ from export.registry import op_converter
 
 
 def _is_int(item):
+    """Whether ``item`` is an integer index (not a bool)."""
     return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
 
 
 def _is_array(item):
+    """Whether ``item`` is an index array (a list or an ndarray)."""
     return isinstance(item, (np.ndarray, list))
 
 

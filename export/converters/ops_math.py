@@ -4,8 +4,7 @@ import string
 import numpy as np
 
 from export.builder import Value, onnx_dtype
-from export.converters.ops import (common_dtype, elementwise, elementwise_layout, int64, is_float, operand,
-                                   rank_of)
+from export.converters.ops import common_dtype, elementwise, elementwise_layout, is_float, operand, rank_of
 from export.registry import op_converter
 
 

@@ -151,7 +151,8 @@ CASES = {
     "getitem_slices": ([(4, 5)], lambda x: [x[:, 1:3, ::2], x[:, ::-2, -1:-4:-2], x[:, -2:, 3:0:-1], x[:, 7:, -9:2],
                                             x[:, 3:1], x[:, ::-1, 10:-10:-3]], None),
     "getitem_ints": ([(4, 5)], lambda x: [x[:, 1], x[:, -1], x[..., 2, None], x[:, -1, -1], x[:, 2:, 1]], None),
-    "getitem_newaxis": ([(4, 5)], lambda x: [x[:, None, ..., None, 1:], x[..., None], x[:, 1, None], x[:, None, -1]], None),
+    "getitem_newaxis": ([(4, 5)], lambda x: [x[:, None, ..., None, 1:], x[..., None], x[:, 1, None], x[:, None, -1]],
+                        None),
     "getitem_array": ([(4, 5)], lambda x: [x[:, [0, 3, -1]], x[:, 1, [0, 2, 4]], x[:, :, [[1, 2], [0, 0]]],
                                            x[..., np.array([4, 0])], x[:, np.array([True, False, True, True])]],
                       None),
@@ -210,7 +211,8 @@ def test_op_matches_native_predict(name, opset):
                            f"max_rel={max_rel} {detail}"
 
 
-def _op_types(fn, spec=(F,)):
+def _op_types(fn, spec):
+    """The op types of the ONNX nodes of ``fn``'s model, in order."""
     return [node.op_type for node in to_onnx(_model(list(spec), fn)).graph.node]
 
 
