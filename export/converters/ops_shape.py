@@ -100,15 +100,19 @@ def _slice(ctx, x, start, end, axis):
 
 
 def _roll_axis(ctx, x, shift, axis, size):
-    """``x`` rolled by ``shift`` along ``axis``: one Gather if ``size`` is known, else two Slices joined."""
+    """``x`` rolled by ``shift`` along ``axis``: one Gather if ``size`` is known, else a slice of ``x`` twice."""
     if size is not None:
         if shift % max(size, 1) == 0:
             return x
         return ctx.op("Gather", [x, ctx.const(int64((np.arange(size) - shift) % size), name="rolled")], axis=axis)
     if shift == 0:
         return x
-    # A dynamic size: exact for |shift| below the size the axis has at run time.
-    return ctx.op("Concat", [_slice(ctx, x, -shift, INT64_MAX, axis), _slice(ctx, x, 0, -shift, axis)], axis=axis)
+    # out[i] = x[(i - shift) mod n] = (x joined to x)[start + i] with start = -shift mod n (n = 0 rows: empty).
+    n = ctx.op("Gather", [ctx.op("Shape", [x]), ctx.const(int64([axis]), name="axis")])
+    start = ctx.op("Mod", [ctx.const(int64([-shift]), name="shift"),
+                           ctx.op("Max", [n, ctx.const(int64([1]), name="one")])], fmod=0)
+    twice = ctx.op("Concat", [x, x], axis=axis)
+    return ctx.op("Slice", [twice, start, ctx.op("Add", [start, n]), ctx.const(int64([axis]), name="axes")])
 
 
 @op_converter("roll", opset=13)
