@@ -45,6 +45,8 @@ class _Walk:
         for depth in sorted(functional.nodes_by_depth, reverse=True):
             for node in functional.nodes_by_depth[depth]:
                 if not node.is_input:
+                    if id(node) in functional._masked_nodes:
+                        _check_mask_free(node)
                     self.node(node, values, prefix)
 
     def node(self, node, values, prefix):
@@ -121,6 +123,26 @@ class _Walk:
                 values[id(outer)] = inner[id(t)]
         for sub in layer._flatten_layers():
             sub._losses.clear()  # symbolic add_loss terms of the trace
+
+
+def _check_mask_free(node):
+    """Refuse a layer call that reads a mask: its converter would compute the unmasked result."""
+    layer = node.outbound_layer
+    reads = [t for t in node.input_tensors if t._keras_mask is not None]
+    if reads and (layer._call_accepts_mask or layer._call_mask_arguments):
+        tensor = reads[0]
+        while True:  # back to the layer that made the mask (pass-through layers keep the same mask tensor)
+            made = graph.producer(tensor)
+            same = [t for t in made.input_tensors if t._keras_mask is reads[0]._keras_mask]
+            if not same:
+                break
+            tensor = same[0]
+        source = made.outbound_layer
+        raise ExportError(
+            f"Cannot export layer '{layer.name}' ({type(layer).__name__}): it reads a mask made by layer "
+            f"'{source.name}' ({type(source).__name__}), and the exporter does not express masks in ONNX, so the "
+            "exported graph would compute the unmasked result. Expected a model without masks for export "
+            "(mask_zero=False, no Masking layer).")
 
 
 def _trace_failure(layer, err):

@@ -83,3 +83,13 @@ def test_data_dependent_python_control_flow_is_a_clear_export_error():
     np.testing.assert_array_equal(model.predict(np.ones((1, 3), "float32"), verbose=0), [[2.0, 2.0, 2.0]])
     with pytest.raises(ExportError, match=r"'branchy'.*test_traced_export.py:\d+ \(`if ops.sum\(x\) > 0:`\)"):
         to_onnx(model)
+
+
+def test_a_layer_reading_a_mask_is_a_clear_export_error_never_a_different_model():
+    inp = kgraph.Input((None,), dtype="int32", name="tokens")
+    e = layers.Embedding(20, 4, mask_zero=True, name="embed")(inp)
+    model = kgraph.Model(inp, layers.Dense(2)(layers.Bidirectional(layers.LSTM(3), name="bi")(layers.Dense(4)(e))))
+    with pytest.raises(ExportError, match=r"'bi' \(Bidirectional\): it reads a mask made by layer 'embed'"):
+        to_onnx(model)
+    unmasked = kgraph.Model(inp, layers.Dense(2)(layers.Embedding(20, 4)(inp)))
+    assert to_onnx(unmasked) is not None
