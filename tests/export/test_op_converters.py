@@ -265,18 +265,25 @@ def test_elementwise_ops_keep_the_channels_first_layout_of_convolutions():
         assert compare(e, a, rtol=1e-5, atol=1e-5)[2]
 
 
-def test_custom_layer_without_converter_is_traced_into_op_nodes():
-    class Scale(kgraph.layers.Layer):
-        def build(self, input_shape):
-            self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+class ConvBlock(kgraph.layers.Layer):
+    """A layer with no converter: conv with its own weights, pooling and a dense head, all through ops."""
 
-        def call(self, x):
-            return ops.tanh(x * self.w)[:, ::-1] + ops.mean(x, axis=-1, keepdims=True)
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(3, 3, input_shape[-1], 4), initializer="glorot_uniform", name="kernel")
+        self.bias = self.add_weight(shape=(4,), initializer="ones", name="bias")
+        self.head = self.add_weight(shape=(4, 2), initializer="glorot_uniform", name="head")
 
-    x = kgraph.Input(shape=F, name="x")
-    model = kgraph.Model(x, Scale(name="scale")(x))
-    model.layers[-1].w.assign(np.arange(4, dtype="float32"))
+    def call(self, x):
+        h = ops.max_pool(ops.conv(x, self.kernel, padding="same", bias=self.bias, relu=True), 2)
+        return ops.dense(ops.mean(h, axis=(1, 2)), self.head) + ops.sum(x * self.bias[:2], axis=(1, 2, 3))[:, None]
+
+
+def test_custom_layer_without_converter_is_traced_into_op_nodes_reading_its_weights():
+    x = kgraph.Input(shape=IMAGE, name="image")
+    model = kgraph.Model(x, ConvBlock(name="block")(x))
     proto = to_onnx(model)
+    assert {"block/kernel_oihw", "block/bias", "block/head"} <= {t.name for t in proto.graph.initializer}
+    assert {"Conv", "MaxPool", "Gemm"} <= {n.op_type for n in proto.graph.node}
     feeds = make_inputs(model, 3)
     assert compare(native_outputs(model, feeds)[0], session(proto, LEVELS[0]).run(None, feeds)[0], 1e-5, 1e-5)[2]
 
