@@ -100,3 +100,4 @@ from export.converters import convolutional, embedding, normalization, pooling, 
 from export.converters import recurrent  # noqa: F401,E402
 from export.converters import attention  # noqa: F401,E402
 from export.converters import ops_conv, ops_index, ops_math, ops_nn, ops_reduce, ops_shape  # noqa: F401,E402
+from export.converters import activation_layers, regularization  # noqa: F401,E402
