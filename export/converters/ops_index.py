@@ -38,20 +38,24 @@ def _expanded(ctx, key):
 
 
 def _bounds(item, size):
-    """``(start, end, step)`` for ONNX Slice of a slice or int ``item`` on an axis of ``size`` (None: unknown)."""
+    """ONNX Slice ``(start, end, step)`` passes along one axis for a slice or int ``item`` (``size`` None: unknown)."""
     if _is_int(item):
         item = slice(int(item), int(item) + 1 if int(item) != -1 else None)
     step = 1 if item.step is None else int(item.step)
     if size is not None:
         picked = range(*item.indices(size))
         if not picked:
-            return 0, 0, 1
+            return [(0, 0, 1)]
         end = picked[-1] + step
-        return picked[0], (INT64_MIN if end < 0 else end), step
-    # Unknown size: ONNX clamps like Python except a negative start beyond the size with a negative step.
+        return [(picked[0], (INT64_MIN if end < 0 else end), step)]
     start = (0 if step > 0 else INT64_MAX) if item.start is None else int(item.start)
     end = (INT64_MAX if step > 0 else INT64_MIN) if item.stop is None else int(item.stop)
-    return start, end, step
+    if step < 0 and start < 0:
+        # ONNX clamps a start before the first element to the first, where Python selects nothing: keep the
+        # first size + start + 1 elements, then step back from their last (a negative end moves with them).
+        return [(0, INT64_MAX if start == -1 else start + 1, 1),
+                (INT64_MAX, end - start - 1 if INT64_MIN < end < 0 else end, step)]
+    return [(start, end, step)]
 
 
 def _gather_index(ctx, items):
@@ -93,15 +97,18 @@ def convert_getitem(ctx):
             gather_axis = axis
             out += _rank(item)
         elif _is_int(item):
-            sliced.append((axis,) + _bounds(item, shape[axis]))
+            sliced.append((axis, _bounds(item, shape[axis])))
             squeezed.append(axis)
         else:
             if item != slice(None):
-                sliced.append((axis,) + _bounds(item, shape[axis]))
+                sliced.append((axis, _bounds(item, shape[axis])))
             out += 1
         axis += 1
-    if sliced:
-        axes, starts, ends, steps = (list(column) for column in zip(*sliced))
+    for stage in range(max((len(passes) for _, passes in sliced), default=0)):
+        # One Slice per pass: every axis's first pass, then the second of those that need two.
+        picked = [(a, passes[stage]) for a, passes in sliced if stage < len(passes)]
+        axes = [a for a, _ in picked]
+        starts, ends, steps = (list(column) for column in zip(*(bounds for _, bounds in picked)))
         x = ctx.op("Slice", [x, ctx.const(int64(starts), name="starts"), ctx.const(int64(ends), name="ends"),
                              ctx.const(int64(axes), name="axes"), ctx.const(int64(steps), name="steps")])
     if gather is not None:
