@@ -110,6 +110,9 @@ class EpochIterator:
     def __init__(self, adapter, steps, what, steps_name):
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
             raise ValueError(f"`{steps_name}` must be a positive integer or None. Received: {steps_name}={steps!r}")
+        if steps is None and isinstance(adapter, PyDatasetAdapter) and adapter.num_batches is None:
+            raise ValueError(f"The PyDataset passed as `{what}` is endless (its `num_batches` is None), so "
+                             f"`{steps_name}` must be given. Received: {steps_name}=None")
         self.adapter = adapter
         self.steps = steps
         self.what = what
