@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 
+import grpc
 import httpx
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
 
 from tests.serve import models
 from tests.serve.harness import reference
 
 LIMIT = 256 * 1024
+GRPC_CODES = {400: grpc.StatusCode.INVALID_ARGUMENT, 413: grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +88,28 @@ def test_every_edge_shape_is_answered_and_the_server_survives(server, edge_repos
             assert http.get("/v2/health/ready").status_code == 200
         small = np.ones((1, *ROW_SHAPES[model]), np.float32)
         assert http.post(f"/v2/models/{model}/infer", content=_json_body(small)[0]).status_code == 200
+
+
+@pytest.mark.parametrize("model", list(EDGES))
+def test_every_edge_shape_over_grpc(server, edge_repository, model):
+    client = grpcclient.InferenceServerClient(server.grpc_address)
+    row_shape = ROW_SHAPES[model]
+    fixed = [(shape, status) for shape, status in EDGES[model] if shape not in ("largest", "over")]
+    for shape, status in fixed + [((LIMIT // (4 * int(np.prod(row_shape))) + 1, *row_shape), 413)]:
+        x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+        tensor = grpcclient.InferInput("x", list(shape), "FP32")
+        tensor.set_data_from_numpy(x)
+        if status == 200:
+            want = reference(edge_repository / model / "1" / "model.onnx", {"x": x})
+            got = client.infer(model, [tensor]).as_numpy(next(iter(want)))
+            np.testing.assert_allclose(got, next(iter(want.values())), rtol=1e-5, atol=1e-6)
+            continue
+        with pytest.raises(InferenceServerException) as error:
+            client.infer(model, [tensor])
+        assert error.value.status() == str(GRPC_CODES[status]), (model, shape, error.value.message())
+        assert server.process.poll() is None, f"{model} {shape} killed the server:\n{server.log()}"
+    assert client.is_server_ready()
+    client.close()
 
 
 def _json_body(x: np.ndarray) -> tuple[bytes, dict]:
