@@ -9,6 +9,7 @@ from export.opsets import max_opset
 from export.registry import ExportError
 from export.verify import LEVELS, compare, make_inputs, native_outputs, session
 from kgraph import ops
+from kgraph.ops import operations
 
 OPSETS = (13, max_opset())
 F = (4,)  # a row of 4 floats
@@ -300,6 +301,19 @@ def test_custom_layer_without_converter_is_traced_into_op_nodes_reading_its_weig
 def test_inexpressible_calls_raise_export_errors_naming_the_op(fn, message):
     with pytest.raises(ExportError, match=message):
         to_onnx(_model([(3, 4)], fn), opset=13)
+
+
+@pytest.mark.parametrize("alias, args", [("absolute", ()), ("true_divide", (3.0,)), ("swish", ()),
+                                         ("hard_swish", ())])
+def test_alias_ops_recorded_under_their_own_names_export(alias, args):
+    # kgraph records `ops.absolute` as `abs`; a deserialized config (Keras's class names) records the alias itself.
+    x = kgraph.Input(shape=F, name="x")
+    y = operations.op_class(alias)().symbolic_call(x, *args)
+    assert y._keras_history.layer.op_name == alias
+    model = kgraph.Model(x, y)
+    feeds = make_inputs(model, 3)
+    assert compare(native_outputs(model, feeds)[0], session(to_onnx(model), LEVELS[0]).run(None, feeds)[0],
+                   1e-5, 1e-5)[2]
 
 
 def test_pad_wraps_from_opset_19():
