@@ -1,5 +1,6 @@
 """Utilities: reproducible randomness and a fresh naming session."""
 from kgraph import naming, random
+from kgraph.plotting import model_to_dot, plot_model  # noqa: F401
 from kgraph.py_dataset import PyDataset  # noqa: F401
 
 
