@@ -99,6 +99,8 @@ def elementwise(ctx, op_type, values, dtype=None):
 
 def reduce(ctx, op_type, x, axes, keepdims):
     """One ``op_type`` reduction over ``axes`` (None: all); axes are an input from opset 18 (ReduceSum: 13)."""
+    if axes is not None and not axes:  # NumPy reduces over no axis; ONNX would read empty axes as all of them
+        return x
     if axes is None:
         return ctx.op(op_type, [x], keepdims=int(keepdims))
     if op_type == "ReduceSum" or ctx.opset >= 18:

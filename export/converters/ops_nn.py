@@ -145,7 +145,7 @@ def convert_moments(ctx):
     mean = reduce(ctx, "ReduceMean", x, axes, True)
     centered = ctx.op("Sub", [x, mean])
     variance = reduce(ctx, "ReduceMean", ctx.op("Mul", [centered, centered]), axes, keepdims)
-    if not keepdims:
+    if not keepdims and axes:
         mean = ctx.op("Squeeze", [mean, ctx.const(int64(axes), name="axes")])
     return [mean, variance]
 

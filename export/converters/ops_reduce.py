@@ -37,9 +37,9 @@ def convert_logsumexp(ctx):
     top = ctx.op("Where", [ctx.op("IsInf", [top]), ctx.const(0, dtype=ctx.output_dtype(), name="zero"), top])
     total = reduce(ctx, "ReduceSum", ctx.op("Exp", [ctx.op("Sub", [x, top])]), axes, True)
     y = ctx.op("Add", [ctx.op("Log", [total]), top])
-    if keepdims:
-        return y
     squeezed = list(range(ctx.input_rank())) if axes is None else axes
+    if keepdims or not squeezed:
+        return y
     return ctx.op("Squeeze", [y, ctx.const(int64(squeezed), name="axes")])
 
 

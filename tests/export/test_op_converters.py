@@ -103,7 +103,7 @@ CASES = {
     "softmax_axes": ([(3, 4)], lambda x: ops.softmax(x, axis=(1, 2)) + ops.log_softmax(x, axis=(1, 2)), None),
     "logsumexp": ([(3, 4)], lambda x: ops.logsumexp(x * 100, axis=-1), None),
     "sum_mean": ([(3, 4)], lambda x: [ops.sum(x, axis=1), ops.mean(x, axis=-1), ops.sum(x, axis=(1, 2), keepdims=True),
-                                      ops.mean(x, axis=[1, 2])], None),
+                                      ops.mean(x, axis=[1, 2]), ops.sum(x, axis=()), ops.logsumexp(x, axis=())], None),
     "sum_int": ([((3, 4), "int32")], lambda x: ops.sum(x, axis=-1) + ops.prod(x, axis=2), None),
     "mean_int": ([((3, 4), "int32")], lambda x: ops.mean(x, axis=[1, 2]), None),
     "max_min_prod": ([(3, 4)], lambda x: [ops.max(x, axis=1), ops.min(x, axis=1, keepdims=True),
@@ -170,7 +170,7 @@ CASES = {
              None),
     "like_dtype": ([F], lambda x: ops.ones_like(x, dtype="int32") + ops.zeros_like(x, dtype="int32"), None),
     "stop_gradient": ([F], lambda x: ops.stop_gradient(x) * 2.0, None),
-    "moments": ([(3, 4)], lambda x: [a * b for a, b in (ops.moments(x, axes=-1),
+    "moments": ([(3, 4)], lambda x: [a * b for a, b in (ops.moments(x, axes=-1), ops.moments(x, axes=()),
                                                         ops.moments(x, axes=(1, 2), keepdims=True))], None),
     "batch_normalization": ([(3, 4)], lambda x: ops.batch_normalization(
         x, np.full(4, 0.5, "float32"), np.full(4, 2.0, "float32"), axis=-1, offset=np.ones(4, "float32"),
