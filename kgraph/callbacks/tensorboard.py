@@ -35,8 +35,9 @@ class TensorBoard(Callback):
     batch count since ``fit`` began). ``evaluate`` writes
     ``evaluation_<name>_vs_iterations`` at the optimizer's iteration count.
     histogram_freq: every that many epochs, a histogram per weight (tag
-        ``<weight.path>/histogram``), and with ``write_images`` the weight as a
-        grayscale image (``<weight.path>/image``).
+        ``<weight.path>/histogram``), and with ``write_images`` each 1-D to 3-D
+        weight as grayscale images (``<weight.path>/image``; a 3-D kernel gives
+        its first three channels).
     write_graph: the graph of layers and operations, with output shapes, in the
         Graphs tab (run graph), and the model's JSON config as the Keras
         conceptual graph (tag ``keras``).
@@ -170,11 +171,13 @@ class TensorBoard(Callback):
         seen = set()
         for layer in self.model.layers:
             for weight in layer.weights:
-                values = np.asarray(weight, dtype=np.float64).ravel()
-                values = values[np.isfinite(values)]
-                if id(weight) in seen or not values.size:
+                if id(weight) in seen:
                     continue
                 seen.add(id(weight))
+                values = np.asarray(weight, dtype=np.float64).ravel()
+                values = values[np.isfinite(values)]
+                if not values.size:
+                    continue
                 # TensorFlow's histogram summaries use 30 equal-width buckets.
                 self._write("train", epoch, summary=histogram(f"{weight.path}/histogram", values, bins=30))
                 if self.write_images:
