@@ -28,7 +28,7 @@ def convert_ravel(ctx):
 def convert_expand_dims(ctx):
     """Unsqueeze at ``axis`` (positions in the output, as NumPy counts them)."""
     axes = axes_of(ctx.arguments["axis"], ctx.output_rank())
-    return ctx.op("Unsqueeze", [_x(ctx), ctx.const(int64(axes), name="axes")])
+    return ctx.op("Unsqueeze", [_x(ctx), ctx.const(int64(axes), name="axes")]) if axes else _x(ctx)
 
 
 @op_converter("squeeze", opset=13)
@@ -88,6 +88,8 @@ def convert_flip(ctx):
     """One Slice with step -1 over ``axis`` (all axes when None), from the last element to before the first."""
     axes = axes_of(ctx.arguments["axis"], ctx.input_rank())
     n = len(axes)
+    if not n:
+        return _x(ctx)
     return ctx.op("Slice", [_x(ctx), ctx.const(int64([-1] * n), name="starts"),
                             ctx.const(int64([INT64_MIN] * n), name="ends"), ctx.const(int64(axes), name="axes"),
                             ctx.const(int64([-1] * n), name="steps")])
