@@ -69,6 +69,9 @@ CASES = {
     "mod_int": ([((6,), "int32"), ((6,), "int32")], lambda x, y: x % y, "signed_int"),
     "abs": ([F], lambda x: ops.absolute(x) + abs(x), None),
     "abs_int": ([((6,), "int32")], lambda x: ops.abs(x), "signed_int"),
+    "int_arithmetic": ([((6,), "int32"), ((6,), "int32")], lambda x, y: [
+        x ** 2, 2 ** ops.abs(y), ops.maximum(x, y), ops.minimum(x, 3), -x, ops.sign(x), x * y - 3, ops.clip(x, -2, 2),
+        ops.where(x > y, x, 0.5), ops.cast(x, "float32") / y], "signed_int"),
     "exp_log": ([F], lambda x: ops.log(x) + ops.exp(x) + ops.expm1(x) + ops.log1p(x), "positive"),
     "sqrt": ([F], lambda x: ops.sqrt(x) + ops.rsqrt(x) + ops.reciprocal(x) + ops.square(x), "positive"),
     "sqrt_int": ([((3,), "int32")], lambda x: ops.sqrt(x), None),
