@@ -35,7 +35,7 @@ def _replace(source, target) -> None:
 def explicit(start_server, tmp_path):
     models.mlp(tmp_path / "a" / "1" / "model.onnx", seed=20)
     models.mlp(tmp_path / "b" / "1" / "model.onnx", seed=21)
-    return tmp_path, start_server(tmp_path, "--model-control-mode", "explicit", "--max-queue-delay-us", "300000")
+    return tmp_path, start_server(tmp_path, "--model-control-mode", "explicit")
 
 
 def test_http_unload_and_load(explicit):
@@ -65,18 +65,31 @@ def test_http_unload_and_load(explicit):
     client.close()
 
 
-def test_in_flight_requests_finish_when_their_model_unloads(explicit):
-    _, server = explicit
+def _pending(server, model: str) -> int:
+    for line in httpx.get(server.url + "/metrics").text.splitlines():
+        if line.startswith(f'nv_inference_pending_request_count{{model="{model}",'):
+            return int(line.split()[-1])
+    return 0
+
+
+def test_in_flight_requests_finish_when_their_model_unloads(start_server, mlp_file):
+    # A 10 s queue delay holds every request in a forming batch until the model unloads.
+    server = start_server(mlp_file, "--model-control-mode", "explicit", "--max-queue-delay-us", "10000000")
     x = np.ones((1, 16), np.float32)
     with ThreadPoolExecutor(8) as pool:
-        # The 300 ms queue delay holds these in a forming batch while the model unloads.
-        futures = [pool.submit(httpx.post, server.url + "/v2/models/b/infer", json=_body(x), timeout=30) for _ in range(8)]
-        time.sleep(0.1)
-        unloaded = httpx.post(server.url + "/v2/repository/models/b/unload", json={"parameters": {"unload_dependents": False}})
+        futures = [pool.submit(httpx.post, server.url + "/v2/models/classifier/infer", json=_body(x), timeout=30)
+                   for _ in range(8)]
+        deadline = time.monotonic() + 20
+        while _pending(server, "classifier") < 8 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = time.monotonic()
+        unloaded = httpx.post(server.url + "/v2/repository/models/classifier/unload",
+                              json={"parameters": {"unload_dependents": False}})
         statuses = [f.result().status_code for f in futures]
     assert unloaded.status_code == 200
     assert statuses == [200] * 8
-    assert httpx.post(server.url + "/v2/models/b/infer", json=_body(x)).status_code == 503
+    assert time.monotonic() - started < 9, "the unload should run the held batch at once"
+    assert httpx.post(server.url + "/v2/models/classifier/infer", json=_body(x)).status_code == 503
 
 
 def test_grpc_unload_and_load(explicit):
