@@ -97,8 +97,7 @@ def _equation(rank1, rank2, axis1, axis2):
 
 def _unit_norm(x, axis):
     """``x / max(||x||, 1e-7)`` along ``axis``, Keras's ``normalize``."""
-    inverse_norm = ops.rsqrt(ops.sum(ops.square(x), axis=axis, keepdims=True))
-    return ops.multiply(x, ops.minimum(inverse_norm, 1e7))
+    return ops.multiply(x, ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=axis, keepdims=True), 1e-14)))
 
 
 def dot(inputs, axes=-1, **kwargs):

@@ -40,8 +40,9 @@ class UnitNormalization(Layer):
 
     def call(self, inputs):
         axes = tuple(_checked_axes(self, inputs.shape))
-        inverse_norm = ops.rsqrt(ops.sum(ops.square(inputs), axis=axes, keepdims=True))
-        return ops.multiply(inputs, ops.minimum(inverse_norm, 1e12))
+        # x / max(||x||, 1e-12), written so that an all-zero row has a zero gradient rather than 0 * inf.
+        square_norm = ops.sum(ops.square(inputs), axis=axes, keepdims=True)
+        return ops.multiply(inputs, ops.rsqrt(ops.maximum(square_norm, 1e-24)))
 
     def compute_output_shape(self, input_shape):
         _checked_axes(self, input_shape)
