@@ -1,5 +1,6 @@
 """TensorBoard: scalars, weight histograms and images, and the model graph as TensorBoard event files."""
 import itertools
+import json
 import os
 import struct
 import time
@@ -41,8 +42,12 @@ class TensorBoard(Callback):
     write_graph: the graph of layers and operations, with output shapes, in the
         Graphs tab (run graph), and the model's JSON config as the Keras
         conceptual graph (tag ``keras``).
-    Profiling and embeddings are not available (``profile_batch`` and
-    ``embeddings_freq`` must be 0).
+    embeddings_freq: every that many epochs, the ``Embedding`` layers' tables as
+        TSV files beside ``projector_config.pbtxt`` in ``log_dir``, which
+        TensorBoard's Projector tab reads; ``embeddings_metadata`` is one
+        metadata file for all of them or a dict of them by layer name, relative
+        to ``log_dir`` (TensorBoard refuses files outside it).
+    Profiling is not available (``profile_batch`` must be 0).
     """
 
     def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
@@ -60,10 +65,9 @@ class TensorBoard(Callback):
         if profile_batch:
             raise ValueError("Profiling is not available in kgraph. "
                              f"Received: profile_batch={profile_batch!r} (must be 0)")
-        if embeddings_freq or embeddings_metadata is not None:
-            raise ValueError("Embedding visualization is not available in kgraph. Received: "
-                             f"embeddings_freq={embeddings_freq!r}, embeddings_metadata={embeddings_metadata!r} "
-                             "(must be 0 and None)")
+        if isinstance(embeddings_freq, bool) or not isinstance(embeddings_freq, int) or embeddings_freq < 0:
+            raise ValueError(f"`embeddings_freq` must be a non-negative integer. Received: "
+                             f"embeddings_freq={embeddings_freq!r}")
         self.log_dir = os.fspath(log_dir)
         self.histogram_freq = histogram_freq
         self.write_graph = write_graph
@@ -152,6 +156,8 @@ class TensorBoard(Callback):
                       prefix="epoch_")
         if self.histogram_freq and epoch % self.histogram_freq == 0:
             self._log_weights(epoch)
+        if self.embeddings_freq and epoch % self.embeddings_freq == 0:
+            self._log_embeddings()
         self._flush()
 
     def on_test_end(self, logs=None):
@@ -188,6 +194,31 @@ class TensorBoard(Callback):
                                              for tag, image in zip(tags, images)])
                     if summary.value:
                         self._write("train", epoch, summary=summary)
+
+    def _log_embeddings(self):
+        """Write each Embedding table as TSV and the Projector's config naming them."""
+        from kgraph.layers import Embedding
+        tables = [layer for layer in self.model.layers if isinstance(layer, Embedding)]
+        metadata = self.embeddings_metadata
+        unknown = sorted(set(metadata) - {layer.name for layer in tables}) if isinstance(metadata, dict) else []
+        if unknown:
+            raise ValueError("Unrecognized `Embedding` layer names passed to `kgraph.callbacks.TensorBoard` "
+                             f"`embeddings_metadata` argument: {unknown}")
+        os.makedirs(self.log_dir, exist_ok=True)
+        entries = []
+        for layer in tables:
+            values = np.asarray(layer.embeddings)
+            filename = f"{layer.name}_embeddings.tsv"
+            np.savetxt(os.path.join(self.log_dir, filename), values, delimiter="\t", fmt="%.9g")
+            fields = [("tensor_name", layer.embeddings.path), ("tensor_path", filename)]
+            path = metadata.get(layer.name) if isinstance(metadata, dict) else metadata
+            if path is not None:
+                fields.append(("metadata_path", os.fspath(path)))
+            lines = [f"  {key}: {json.dumps(value)}" for key, value in fields]
+            lines += [f"  tensor_shape: {size}" for size in values.shape]
+            entries.append("embeddings {\n" + "\n".join(lines) + "\n}\n")
+        with open(os.path.join(self.log_dir, "projector_config.pbtxt"), "w") as f:
+            f.write("".join(entries))
 
     # ----- graph --------------------------------------------------------------------
     def _write_graph(self):

@@ -159,11 +159,41 @@ def test_graph_of_a_sequential_model_and_of_shared_layer_calls(tmp_path):
 
 
 @requires_tensorboard
+def test_embeddings_as_tsv_tables_named_in_the_projector_config(tmp_path):
+    from google.protobuf import text_format
+    from tensorboard.plugins.projector.projector_config_pb2 import ProjectorConfig
+    inputs = kgraph.Input(shape=(5,), dtype="int32")
+    words = layers.Embedding(20, 4, name="words")(inputs)
+    tags = layers.Embedding(7, 2, name="tags")(inputs)
+    pooled = layers.GlobalAveragePooling1D()(layers.Concatenate()([words, tags]))
+    model = kgraph.Model(inputs, layers.Dense(1)(pooled))
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    board = callbacks.TensorBoard(tmp_path, embeddings_freq=1, embeddings_metadata={"words": "words.tsv"})
+    model.fit(rng.integers(0, 7, (16, 5)), rng.random((16, 1)), epochs=2, callbacks=[board], verbose=0)
+    config = text_format.Parse((tmp_path / "projector_config.pbtxt").read_text(), ProjectorConfig())
+    found = {e.tensor_name: e for e in config.embeddings}
+    assert sorted(found) == ["tags/embeddings", "words/embeddings"]
+    assert found["words/embeddings"].metadata_path == "words.tsv" and not found["tags/embeddings"].metadata_path
+    for name in ("words", "tags"):
+        table = model.get_layer(name).embeddings.value
+        entry = found[f"{name}/embeddings"]
+        assert list(entry.tensor_shape) == list(table.shape)
+        # Written with 9 significant digits: float32 values come back exactly.
+        np.testing.assert_array_equal(np.loadtxt(tmp_path / entry.tensor_path, ndmin=2).astype(np.float32), table)
+    with pytest.raises(ValueError, match="Unrecognized `Embedding` layer names.*'nouns'"):
+        model.fit(np.zeros((2, 5)), np.zeros((2, 1)), verbose=0,
+                  callbacks=[callbacks.TensorBoard(tmp_path, embeddings_freq=1, embeddings_metadata={"nouns": "n"})])
+
+
+@requires_tensorboard
 def test_invalid_arguments_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="update_freq"):
         callbacks.TensorBoard(tmp_path, update_freq="sometimes")
     with pytest.raises(ValueError, match="histogram_freq"):
         callbacks.TensorBoard(tmp_path, histogram_freq=-1)
+    with pytest.raises(ValueError, match="embeddings_freq"):
+        callbacks.TensorBoard(tmp_path, embeddings_freq=0.5)
     with pytest.raises(ValueError, match="profile_batch=2"):
         callbacks.TensorBoard(tmp_path, profile_batch=2)
 
