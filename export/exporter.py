@@ -47,6 +47,7 @@ class _Walk:
                 if not node.is_input:
                     if id(node) in functional._masked_nodes:
                         _check_mask_free(node)
+                    _check_stateless(node)
                     self.node(node, values, prefix)
 
     def node(self, node, values, prefix):
@@ -123,6 +124,23 @@ class _Walk:
                 values[id(outer)] = inner[id(t)]
         for sub in layer._flatten_layers():
             sub._losses.clear()  # symbolic add_loss terms of the trace
+
+
+def _check_stateless(node):
+    """Refuse what an ONNX graph cannot carry: states kept between calls, or given initial states the layer's
+    converter would ignore."""
+    layer = node.outbound_layer
+    if getattr(layer, "stateful", False):
+        raise ExportError(f"Cannot export layer '{layer.name}' ({type(layer).__name__}): stateful=True carries "
+                          "states from one call to the next, and an ONNX graph is stateless. Expected "
+                          "stateful=False (rebuild the model with it and copy the weights for export).")
+    if isinstance(layer, (kgraph.layers.LSTM, kgraph.layers.GRU, kgraph.layers.SimpleRNN,
+                          kgraph.layers.Bidirectional)) and (len(node.call_args) > 1 or
+                                                             node.call_kwargs.get("initial_state") is not None):
+        raise ExportError(f"Cannot export layer '{layer.name}' ({type(layer).__name__}) called with "
+                          "`initial_state`: its converter starts from zero states. Expected a call without "
+                          "initial_state, or an RNN layer with a cell (kgraph.layers.RNN(LSTMCell(...))), which "
+                          "exports by tracing.")
 
 
 def _check_mask_free(node):

@@ -7,6 +7,8 @@ from kgraph.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, 
                                    concatenate)
 from kgraph.layers.reshaping import Flatten, Reshape
 from kgraph.layers.recurrent import GRU, LSTM, SimpleRNN
+from kgraph.layers.rnn import RNN, TimeDistributed
+from kgraph.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from kgraph.layers.convolutional import Conv1D, Conv2D, Conv2DTranspose
 from kgraph.layers.depthwise_separable import DepthwiseConv2D, SeparableConv2D
 from kgraph.layers.embedding import Embedding

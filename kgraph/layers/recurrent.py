@@ -8,8 +8,8 @@ from kgraph.layers.recurrent_base import RecurrentBase
 class SimpleRNN(RecurrentBase):
     """Fully connected RNN: ``h_t = activation(x_t @ kernel + h_{t-1} @ recurrent_kernel + bias)``."""
 
-    def _recur(self, projection, recurrent_masks, step_mask=None):
-        return ops.simple_rnn(projection, self.recurrent_kernel, go_backwards=self.go_backwards,
+    def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None,)):
+        return ops.simple_rnn(projection, self.recurrent_kernel, initial[0], go_backwards=self.go_backwards,
                               recurrent_masks=recurrent_masks, activation=self._activation_name,
                               **self._mask_options(step_mask))
 
@@ -46,8 +46,8 @@ class LSTM(RecurrentBase):
             return _UnitForgetBias(self.bias_initializer, self.units)
         return self.bias_initializer
 
-    def _recur(self, projection, recurrent_masks, step_mask=None):
-        return ops.lstm(projection, self.recurrent_kernel, go_backwards=self.go_backwards,
+    def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None, None)):
+        return ops.lstm(projection, self.recurrent_kernel, initial[0], initial[1], go_backwards=self.go_backwards,
                         recurrent_masks=recurrent_masks, activation=self._activation_name,
                         recurrent_activation=self._recurrent_activation_name, **self._mask_options(step_mask))
 
@@ -83,9 +83,9 @@ class GRU(RecurrentBase):
             return self.bias
         return ops.getitem(self.bias, 0)
 
-    def _recur(self, projection, recurrent_masks, step_mask=None):
+    def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None,)):
         recurrent_bias = ops.getitem(self.bias, 1) if self.bias is not None and self.reset_after else None
-        return ops.gru(projection, self.recurrent_kernel, recurrent_bias, reset_after=self.reset_after,
+        return ops.gru(projection, self.recurrent_kernel, recurrent_bias, initial[0], reset_after=self.reset_after,
                        go_backwards=self.go_backwards, recurrent_masks=recurrent_masks,
                        activation=self._activation_name, recurrent_activation=self._recurrent_activation_name,
                        **self._mask_options(step_mask))

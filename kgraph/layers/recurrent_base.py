@@ -53,9 +53,6 @@ class RecurrentBase(Layer):
             if value is not None:
                 raise ValueError(f"{kind} layer '{self.name}' does not support `{argument}`; expected None. "
                                  f"Received: {argument}={value!r}")
-        if stateful:
-            raise ValueError(f"{kind} layer '{self.name}' does not support stateful=True; expected False "
-                             "(each call starts from zero states).")
         self.units = int(units)
         self.activation, self._activation_name = self._gate_activation(activation, "activation")
         self.use_bias = bool(use_bias)
@@ -72,7 +69,8 @@ class RecurrentBase(Layer):
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
-        self.stateful = False
+        self.stateful = bool(stateful)
+        self._states = None
         self.unroll = bool(unroll)
         self.input_spec = InputSpec(ndim=3)
         self.supports_masking = True
@@ -148,15 +146,38 @@ class RecurrentBase(Layer):
         return self._masks(self.recurrent_dropout, (self._gates, batch, self.units), dtype)
 
     # ----- calling -------------------------------------------------------------
-    def call(self, sequences, mask=None, training=False):
+    def call(self, sequences, initial_state=None, mask=None, training=False):
         projection = self._input_projection(sequences, training)
         masks = self._recurrent_masks(sequences.shape[0], projection.dtype, training)
         step_mask = None if mask is None else self._step_mask(mask, sequences.shape[:2])
-        sequence, *states = self._recur(projection, masks, step_mask)
+        initial = self._initial_states(sequences.shape[0], initial_state)
+        sequence, *states = self._recur(projection, masks, step_mask, initial)
+        if self.stateful:
+            self._states = [np.array(ops.stop_gradient(s)) for s in states]
         output = sequence if self.return_sequences else states[0]
         if self.return_state:
             return [output] + states
         return output
+
+    def _initial_states(self, batch, initial_state):
+        """The starting states: given, carried (stateful), or None for zeros."""
+        if initial_state is not None:
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+            if len(states) != self._state_count:
+                raise ValueError(f"{type(self).__name__} layer '{self.name}' expects {self._state_count} initial "
+                                 f"state(s). Received: {len(states)}")
+            return states
+        if self.stateful and self._states is not None:
+            if self._states[0].shape[0] != batch:
+                raise ValueError(f"Stateful {type(self).__name__} layer '{self.name}' keeps states for batch size "
+                                 f"{self._states[0].shape[0]}; received a batch of {batch}. Call reset_states() "
+                                 "or keep the batch size fixed.")
+            return list(self._states)
+        return [None] * self._state_count
+
+    def reset_states(self, states=None):
+        """Clear the carried states of a stateful layer (or set them to ``states``)."""
+        self._states = None if states is None else [np.asarray(s) for s in states]
 
     def _step_mask(self, mask, expected):
         mask = np.asarray(mask)

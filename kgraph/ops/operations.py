@@ -31,6 +31,9 @@ class OpOperation(Operation):
         return type(self).fn(*args, **kwargs)
 
     def compute_output_spec(self, *args, **kwargs):
+        rule = _SHAPE_RULES.get(self.op_name)
+        if rule is not None:
+            return rule(self.name, *args, **kwargs)
         from kgraph import shape_inference
         return shape_inference.output_spec(type(self).fn, args, kwargs, self.name)
 
@@ -39,6 +42,39 @@ class OpOperation(Operation):
         bound = inspect.signature(type(self).fn).bind(*node.call_args, **node.call_kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
+
+
+def _reshape_rule(name, x, newshape):
+    """Reshape's output spec by shape arithmetic: a ``-1`` next to an unknown input dimension stays unknown
+    (placeholder sizes cannot stand in for a dimension that merges others, such as batch * time)."""
+    from kgraph.keras_tensor import KerasTensor
+    target = tuple(int(d) for d in (newshape if isinstance(newshape, (list, tuple)) else (newshape,)))
+    if sum(d == -1 for d in target) > 1 or any(d < -1 for d in target):
+        raise ValueError(f"Reshape '{name}' accepts at most one -1 and no other negative size. "
+                         f"Received: newshape={target}")
+    if -1 in target and None not in x.shape:
+        size, rest = 1, 1
+        for d in x.shape:
+            size *= d
+        for d in target:
+            rest *= d if d != -1 else 1
+        if rest == 0 or size % rest:
+            raise ValueError(f"Cannot reshape {x.shape} to {target} in '{name}'.")
+        target = tuple(size // rest if d == -1 else d for d in target)
+    elif -1 not in target and None not in x.shape and _product(target) != _product(x.shape):
+        raise ValueError(f"Cannot reshape {x.shape} to {target} in '{name}': the sizes differ.")
+    return KerasTensor(tuple(None if d == -1 else d for d in target), dtype=x.dtype, name=name)
+
+
+def _product(shape):
+    out = 1
+    for d in shape:
+        out *= d
+    return out
+
+
+# Ops whose output spec is shape arithmetic rather than a run on placeholder arrays.
+_SHAPE_RULES = {"reshape": _reshape_rule}
 
 
 def op_class(op_name, fn=None):

@@ -75,6 +75,16 @@ def _steps(timesteps, go_backwards):
     return list(enumerate(range(timesteps - 1, -1, -1) if go_backwards else range(timesteps)))
 
 
+def _start(states, initial, name, argument):
+    """Put an initial state into ``states[0]`` (left zero when ``initial`` is None)."""
+    if initial is None:
+        return
+    if np.shape(initial) != states.shape[1:]:
+        raise ValueError(f"{name} expects `{argument}` of shape (batch, units) = {states.shape[1:]}. "
+                         f"Received: shape={np.shape(initial)}")
+    states[0] = initial
+
+
 def _keep(step_mask, steps, dtype):
     """``(T, batch, 1)`` 1.0 where a processing step is unmasked, 0.0 where masked (None without a mask)."""
     if step_mask is None:
@@ -105,14 +115,15 @@ def _to_input_order(per_step, go_backwards):
     return (per_step[::-1] if go_backwards else per_step).transpose(1, 0, 2)
 
 
-@primitive(num_inputs=2)
-def simple_rnn(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=None, activation="tanh",
-               step_mask=None, zero_output_for_mask=False):
+@primitive(num_inputs=3)
+def simple_rnn(projection, recurrent_kernel, initial_h=None, *, go_backwards=False, recurrent_masks=None,
+               activation="tanh", step_mask=None, zero_output_for_mask=False):
     """Run ``h = activation(projection_t + h @ recurrent_kernel)`` over time.
 
     Args:
         projection: ``(batch, timesteps, units)`` input projections.
         recurrent_kernel: ``(units, units)``.
+        initial_h: optional ``(batch, units)`` starting state (zeros when None).
         go_backwards: process the sequence from the last timestep.
         recurrent_masks: optional ``(1, batch, units)`` dropout mask of ``h``.
         activation: a Keras activation name.
@@ -129,6 +140,7 @@ def simple_rnn(projection, recurrent_kernel, *, go_backwards=False, recurrent_ma
     batch, timesteps, units = projection.shape
     product = _RecurrentProduct(recurrent_kernel, recurrent_masks)
     hidden = np.zeros((timesteps + 1, batch, units), dtype=projection.dtype)
+    _start(hidden, initial_h, "simple_rnn", "initial_h")
     steps = _steps(timesteps, go_backwards)
     keep = _keep(step_mask, steps, projection.dtype)
     derivative = np.empty_like(hidden[1:]) if keep is not None else None
@@ -155,19 +167,21 @@ def simple_rnn(projection, recurrent_kernel, *, go_backwards=False, recurrent_ma
             dh = product.backward(d_pre[s])
             if keep is not None:
                 dh += skip
-        return _to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre)
+        return (_to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre),
+                None if initial_h is None else dh)
 
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp
 
 
-@primitive(num_inputs=2)
-def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=None, activation="tanh",
-         recurrent_activation="sigmoid", step_mask=None, zero_output_for_mask=False):
+@primitive(num_inputs=4)
+def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_backwards=False, recurrent_masks=None,
+         activation="tanh", recurrent_activation="sigmoid", step_mask=None, zero_output_for_mask=False):
     """Run a Keras LSTM cell (gate order i, f, c, o) over time.
 
     Args:
         projection: ``(batch, timesteps, 4 * units)`` input projections with the bias.
         recurrent_kernel: ``(units, 4 * units)``.
+        initial_h, initial_c: optional ``(batch, units)`` starting states (zeros when None).
         go_backwards: process the sequence from the last timestep.
         recurrent_masks: optional ``(4, batch, units)`` dropout masks of ``h``, one per gate.
         activation, recurrent_activation: Keras activation names.
@@ -186,6 +200,8 @@ def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=No
     gates = np.empty((timesteps, batch, width), dtype=projection.dtype)
     cells = np.zeros((timesteps + 1, batch, u), dtype=projection.dtype)
     hidden = np.zeros((timesteps + 1, batch, u), dtype=projection.dtype)
+    _start(hidden, initial_h, "lstm", "initial_h")
+    _start(cells, initial_c, "lstm", "initial_c")
     act_cells = np.empty((timesteps, batch, u), dtype=projection.dtype)
     steps = _steps(timesteps, go_backwards)
     keep = _keep(step_mask, steps, projection.dtype)
@@ -235,13 +251,14 @@ def lstm(projection, recurrent_kernel, *, go_backwards=False, recurrent_masks=No
             if keep is not None:
                 dh += skip_h
                 dc += skip_c
-        return _to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre)
+        return (_to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre),
+                None if initial_h is None else dh, None if initial_c is None else dc)
 
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy(), cells[-1].copy()), vjp
 
 
-@primitive(num_inputs=3)
-def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, go_backwards=False,
+@primitive(num_inputs=4)
+def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, reset_after=True, go_backwards=False,
         recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid", step_mask=None,
         zero_output_for_mask=False):
     """Run a Keras GRU cell (gate order z, r, h) over time.
@@ -251,6 +268,7 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
         recurrent_kernel: ``(units, 3 * units)``.
         recurrent_bias: optional ``(3 * units,)`` bias of the recurrent product
             (only with ``reset_after``).
+        initial_h: optional ``(batch, units)`` starting state (zeros when None).
         reset_after: apply the reset gate after the recurrent matmul (Keras's
             default) rather than to ``h`` before it.
         go_backwards: process the sequence from the last timestep.
@@ -283,6 +301,7 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
     kept = np.empty((timesteps, batch, u), dtype=dtype)
     recurrent = np.empty((batch, product.gates * u), dtype=dtype)
     hidden = np.zeros((timesteps + 1, batch, u), dtype=dtype)
+    _start(hidden, initial_h, "gru", "initial_h")
     steps = _steps(timesteps, go_backwards)
     keep = _keep(step_mask, steps, dtype)
     for s, t in steps:
@@ -350,6 +369,6 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, *, reset_after=True, 
             d_candidate = kept.reshape(-1, u).T @ d_pre[..., 2 * u:].reshape(-1, u)
             d_kernel = np.concatenate([d_kernel, d_candidate], axis=1)
         d_bias = None if recurrent_bias is None else d_recurrent.sum(axis=(0, 1))
-        return _to_input_order(d_pre, go_backwards), d_kernel, d_bias
+        return _to_input_order(d_pre, go_backwards), d_kernel, d_bias, None if initial_h is None else dh
 
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp

@@ -93,3 +93,25 @@ def test_a_layer_reading_a_mask_is_a_clear_export_error_never_a_different_model(
         to_onnx(model)
     unmasked = kgraph.Model(inp, layers.Dense(2)(layers.Embedding(20, 4)(inp)))
     assert to_onnx(unmasked) is not None
+
+
+def test_rnn_with_cells_and_time_distributed_export_by_tracing():
+    inp = kgraph.Input((5, 4), name="seq")
+    cells = kgraph.Model(inp, layers.Dense(2)(layers.RNN([layers.LSTMCell(3), layers.GRUCell(2)])(inp)))
+    assert_parity(cells)
+    distributed = kgraph.Model(inp, layers.TimeDistributed(layers.Dense(2))(inp))
+    proto = assert_parity(distributed)
+    assert [node.op_type for node in proto.graph.node] == ["Reshape", "Gemm", "Reshape"]
+
+
+def test_what_a_stateless_graph_cannot_carry_is_a_clear_error():
+    inp = kgraph.Input((5, 4), name="seq")
+    with pytest.raises(ExportError, match="stateful=True"):
+        to_onnx(kgraph.Model(inp, layers.LSTM(3, stateful=True)(inp)))
+    h = kgraph.Input((3,), name="h")
+    c = kgraph.Input((3,), name="c")
+    with pytest.raises(ExportError, match="initial_state"):
+        to_onnx(kgraph.Model([inp, h, c], layers.LSTM(3)(inp, initial_state=[h, c])))
+    dynamic = kgraph.Input((None, 4), name="seq")
+    with pytest.raises(ExportError, match="fixed number of timesteps"):
+        to_onnx(kgraph.Model(dynamic, layers.RNN(layers.LSTMCell(3))(dynamic)))

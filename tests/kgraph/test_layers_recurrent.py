@@ -337,8 +337,6 @@ def test_errors_name_the_layer_and_the_expectation():
         layers.SimpleRNN(0)
     with pytest.raises(ValueError, match="GRU layer 'g'.*`activation`.*'gelu'"):
         layers.GRU(2, activation="gelu", name="g")
-    with pytest.raises(ValueError, match="stateful"):
-        layers.LSTM(2, stateful=True)
     with pytest.raises(ValueError, match="known features"):
         layers.LSTM(2).build((None, 3, None))
     with pytest.raises(ValueError, match="recurrent_kernel of shape"):
