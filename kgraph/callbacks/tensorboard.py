@@ -1,4 +1,5 @@
 """TensorBoard: scalars, weight histograms and images, and the model graph as TensorBoard event files."""
+import collections
 import itertools
 import json
 import os
@@ -335,17 +336,12 @@ def _local_names(model, cache):
     """``{id(node): name}`` for the nodes of ``model`` (cached per model in ``cache``)."""
     if id(model) not in cache:
         nodes = _nodes(model)
-        calls = {}
-        for node in nodes:
-            calls[id(node.outbound_layer)] = calls.get(id(node.outbound_layer), 0) + 1
-        result = {}
-        for node in nodes:
-            op = node.outbound_layer
-            name = op.name
-            if calls[id(op)] > 1:
-                name = f"{name}/call_{next(i for i, n in enumerate(op._inbound_nodes) if n is node)}"
-            result[id(node)] = name
-        cache[id(model)] = result
+        calls = collections.Counter(id(node.outbound_layer) for node in nodes)
+        shared = {id(node.outbound_layer): node.outbound_layer for node in nodes
+                  if calls[id(node.outbound_layer)] > 1}
+        call_index = {id(n): i for op in shared.values() for i, n in enumerate(op._inbound_nodes)}
+        cache[id(model)] = {id(node): node.outbound_layer.name if calls[id(node.outbound_layer)] == 1
+                            else f"{node.outbound_layer.name}/call_{call_index[id(node)]}" for node in nodes}
     return cache[id(model)]
 
 
