@@ -253,7 +253,7 @@ def _keras_model_summary(config):
 
 
 def _weight_images(weight):
-    """2-D grayscale views of a weight as Keras shows them: 1-D and 2-D as one image, 3-D as one per channel."""
+    """2-D views of a weight: a vector as one row, a matrix wider than tall, a 3-D kernel one per out channel."""
     w = np.squeeze(weight)
     if w.ndim == 1:
         return [w[None, :]]
