@@ -1,6 +1,4 @@
-"""Converters of the elementwise, comparison, linear-algebra and creation ops of ``kgraph.ops``."""
-import string
-
+"""Converters of the elementwise, comparison and ``*_like`` ops of ``kgraph.ops``."""
 import numpy as np
 
 from export.builder import Value, onnx_dtype
@@ -217,55 +215,6 @@ def convert_cast(ctx):
 def convert_stop_gradient(ctx):
     """The input itself (gradients do not exist at inference): no node."""
     return Value(ctx.input(0, layout=None), ctx.layout(0))
-
-
-@op_converter("matmul", opset=13)
-def convert_matmul(ctx):
-    """MatMul (NumPy's matmul semantics, 1-D operands included) of both operands cast to the output dtype."""
-    args = ctx.arguments
-    dtype = ctx.output_dtype()
-    return ctx.op("MatMul", [ctx.tensor(args["x1"], dtype), ctx.tensor(args["x2"], dtype)])
-
-
-@op_converter("dense", opset=13)
-def convert_dense(ctx):
-    """Gemm for a 2-D float input, MatMul (+ Add) otherwise."""
-    args = ctx.arguments
-    dtype = ctx.output_dtype()
-    x, kernel = ctx.tensor(args["x"], dtype), ctx.tensor(args["kernel"], dtype)
-    bias = None if args["bias"] is None else ctx.tensor(args["bias"], dtype)
-    if rank_of(args["x"]) == 2 and is_float(dtype) and (bias is None or rank_of(args["bias"]) <= 1):
-        return ctx.op("Gemm", [x, kernel] + ([bias] if bias else []))
-    y = ctx.op("MatMul", [x, kernel])
-    return y if bias is None else ctx.op("Add", [y, bias])
-
-
-def _einsum_equation(subscripts):
-    """``subscripts`` with an explicit output, its letters renamed to lowercase (what ONNX Einsum accepts)."""
-    subscripts = subscripts.replace(" ", "")
-    inputs, arrow, output = subscripts.partition("->")
-    if not arrow:
-        # NumPy's implicit output: the ellipsis dims, then the letters used once, in alphabetical order.
-        letters = [c for c in inputs if c.isalpha()]
-        output = ("..." if "..." in inputs else "") + "".join(sorted(c for c in set(letters)
-                                                                      if letters.count(c) == 1))
-    used = list(dict.fromkeys(c for c in inputs + output if c.isalpha()))
-    if len(used) > 26:
-        raise ValueError(f"einsum uses {len(used)} letters; ONNX Einsum accepts 26")
-    rename = dict(zip(used, string.ascii_lowercase))
-    return "".join(rename.get(c, c) for c in f"{inputs}->{output}")
-
-
-@op_converter("einsum", opset=13)
-def convert_einsum(ctx):
-    """ONNX Einsum with NumPy's equation (output made explicit) over operands cast to the output dtype."""
-    args = ctx.arguments
-    operands = list(args["operands"])
-    try:
-        equation = _einsum_equation(args["subscripts"])
-    except ValueError as err:
-        raise ctx.error(str(err)) from None
-    return ctx.op("Einsum", [ctx.tensor(o, ctx.output_dtype()) for o in operands], equation=equation)
 
 
 def _filled_like(ctx, x, fill):

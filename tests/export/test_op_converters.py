@@ -10,6 +10,7 @@ from export.registry import ExportError
 from export.verify import LEVELS, compare, make_inputs, native_outputs, session
 from kgraph import ops
 from kgraph.ops import operations
+from tests import op_models
 
 OPSETS = (13, max_opset())
 F = (4,)  # a row of 4 floats
@@ -49,6 +50,15 @@ DEPTHWISE = _RNG.standard_normal((3, 3, 2, 2)).astype("float32")
 POINTWISE = _RNG.standard_normal((1, 1, 4, 3)).astype("float32")
 B = np.arange(4, dtype="float32")
 IMAGE = (7, 6, 2)
+PROJECTIONS = _RNG.standard_normal((4, 4, 4)).astype("float32") / 2
+
+
+def _attention_block(x):
+    """Self-attention written with ops: projections, scaled scores, softmax, residual, layer norm, GELU."""
+    q, k, v = (ops.dense(x, w) for w in PROJECTIONS[:3])
+    weights = ops.softmax(ops.einsum("btd,bsd->bts", q, k) / 2.0, axis=-1)
+    h = ops.layer_normalization(ops.matmul(weights, v) + x, np.ones(4, "float32"), B)
+    return ops.gelu(ops.dense(h, PROJECTIONS[3], B))
 
 # name -> (input spec, model function, sampler kind). Several cases cover an op's arguments and dtypes.
 CASES = {
@@ -165,7 +175,10 @@ CASES = {
                                          x[-3:1:-1]], None),
     "one_hot": ([((3,), "int32")], lambda x: [ops.one_hot(x, 3), ops.one_hot(x, 4, axis=1, dtype="int32")], "indices"),
     "one_hot_floats": ([(3,)], lambda x: ops.one_hot(ops.round(x), 3, axis=1), None),
-    "einsum": ([(2, 3), (3, 4)], lambda x, y: [ops.einsum("bij,bjk->bik", x, y), ops.einsum("bIJ->bJI", y)], None),
+    "einsum": ([(2, 3), (3, 4)], lambda x, y: [ops.einsum("bij,bjk->bik", x, y), ops.einsum("bIJ->bJI", y),
+                                               ops.einsum("bij,jk->bki", x, W[:3]), ops.einsum("bij,bij->bi", x, x),
+                                               ops.einsum("bji,bjk->bki", y, y), ops.einsum("bij,bkj->bkij", x, x)],
+               None),
     "einsum_implicit": ([(2, 3)], lambda x: ops.einsum("...ij", x) + ops.einsum("bij,jk", x, W[:3]) * 0.0, None),
     "dense": ([F], lambda x: ops.dense(x, W, np.ones(3, "float32")) + ops.dense(x, W), None),
     "dense_3d": ([(2, 4)], lambda x: ops.dense(x, W, np.ones(3, "float32")), None),
@@ -182,6 +195,8 @@ CASES = {
     "layer_normalization": ([(3, 4)], lambda x: ops.layer_normalization(
         x, np.arange(4, dtype="float32"), np.ones(4, "float32")) + ops.layer_normalization(x, axis=(1, 2))
         + ops.layer_normalization(x, np.arange(3, dtype="float32"), axis=1, epsilon=0.1), None),
+    "attention_block": ([(5, 4)], _attention_block, None),
+    "attention_block_dynamic": ([(None, 4)], _attention_block, None),
     "conv": ([IMAGE], lambda x: [ops.conv(x, K, padding="same", bias=B, relu=True), ops.conv(x, K, strides=2),
                                  ops.conv(x, K[:, :, :1], dilation_rate=2)], None),
     "conv_1d": ([(9, 2)], lambda x: [ops.conv(x, K1, padding="causal"), ops.conv(x, K1, strides=2, padding="same")],
@@ -198,23 +213,34 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("opset", OPSETS)
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_op_matches_native_predict(name, opset):
-    spec, fn, kind = CASES[name]
-    model = _model(spec, fn)
+def _assert_matches_predict(model, opset, sampler=None):
+    """Export ``model`` at ``opset``; onnxruntime (optimized and not) matches predict at 0, 1 and 3 rows."""
     proto = to_onnx(model, opset=opset)
     sessions = [session(proto, level) for level in LEVELS]
     for batch in (0, 1, 3):
-        feeds = make_inputs(model, batch, sampler=_sampler(kind), seed=batch, steps=4)
+        feeds = make_inputs(model, batch, sampler=sampler, seed=batch, steps=4)
         expected = native_outputs(model, feeds)
         for level, sess in zip(LEVELS, sessions):
             actual = sess.run(None, feeds)
             for i, (e, a) in enumerate(zip(expected, actual)):
                 # float32 ops against NumPy: a few ulps of the values (1e-5), as the parity tests allow.
                 max_abs, max_rel, ok, detail = compare(e, a, rtol=1e-5, atol=1e-5)
-                assert ok, f"{name} opset={opset} batch={batch} {level} output {i}: max_abs={max_abs} " \
+                assert ok, f"opset={opset} batch={batch} {level} output {i}: max_abs={max_abs} " \
                            f"max_rel={max_rel} {detail}"
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op_matches_native_predict(name, opset):
+    spec, fn, kind = CASES[name]
+    _assert_matches_predict(_model(spec, fn), opset, _sampler(kind))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("build", op_models.BUILDERS, ids=lambda b: b.__name__)
+def test_functional_guide_models_match_native_predict(build, opset):
+    model, _ = build()
+    _assert_matches_predict(model, opset)
 
 
 def _op_types(fn, spec):
@@ -237,6 +263,7 @@ def _op_types(fn, spec):
     (lambda x: ops.stop_gradient(x) + x, [F], ["Add"]),
     (lambda x: ops.softmax(x, axis=1), [(3, 4)], ["Softmax"]),
     (lambda x, y: x @ y, [(3, 4), (4, 2)], ["MatMul"]),
+    (lambda x, y: ops.einsum("btd,bsd->bts", x, y), [(3, 4), (5, 4)], ["Transpose", "MatMul"]),
     (lambda x: ops.convert_to_tensor(x, "int32"), [F], ["Cast"]),
     (lambda x: ops.convert_to_tensor(x) * 2.0, [F], ["Mul"]),
 ])
