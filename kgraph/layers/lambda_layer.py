@@ -112,20 +112,20 @@ class Lambda(Layer):
 
     def _function_config(self, fn, argument):
         name = getattr(fn, "__name__", None)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"Cannot save Lambda layer '{self.name}': its `{argument}` {fn!r} has no name to "
+                             "restore it by (a Python lambda), and kgraph files hold no code. Define it with `def` "
+                             "and pass it in `custom_objects` when loading.")
         if in_safe_mode():
             raise ValueError(
-                f"Saving the config of Lambda layer '{self.name}' needs its `{argument}` ({name or fn!r}), a Python "
+                f"Saving the config of Lambda layer '{self.name}' needs its `{argument}` ('{name}'), a Python "
                 "function: kgraph files hold no code, only its name, and loading needs the function passed as "
                 f"`custom_objects={{'{name}': {name}}}`. If you accept that, turn safe mode off with "
                 "`kgraph.layers.lambda_layer.enable_unsafe_deserialization()` or save inside "
                 "`with kgraph.layers.lambda_layer.SafeModeScope(False):`; otherwise write a Layer subclass with "
                 "its own get_config().")
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"Cannot save Lambda layer '{self.name}': its `{argument}` {fn!r} has no name to "
-                             "restore it by (a Python lambda). Define it with `def` and pass it in `custom_objects` "
-                             "when loading.")
         return {"module": getattr(fn, "__module__", None), "class_name": "function", "config": name,
-                "registered_name": name}
+                "registered_name": "function"}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
