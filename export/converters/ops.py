@@ -97,6 +97,15 @@ def elementwise(ctx, op_type, values, dtype=None):
     return Value(ctx.op(op_type, names), layout)
 
 
+def folded(ctx, value, dtype, transform, variant):
+    """A weight or constant argument re-laid out by ``transform`` at export: one initializer, no node."""
+    if isinstance(value, KerasTensor):
+        raise ctx.error(f"a {variant} computed from tensors is not supported; expected a weight or a constant")
+    if isinstance(value, Variable):
+        return ctx.weight(value, transform=lambda v: transform(np.asarray(v, dtype=dtype)), variant=variant)
+    return ctx.const(transform(np.asarray(value, dtype=dtype)), name=variant)
+
+
 def reduce(ctx, op_type, x, axes, keepdims):
     """One ``op_type`` reduction over ``axes`` (None: all); axes are an input from opset 18 (ReduceSum: 13)."""
     if axes is not None and not axes:  # NumPy reduces over no axis; ONNX would read empty axes as all of them

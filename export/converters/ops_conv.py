@@ -1,22 +1,17 @@
 """Converters of the convolution and pooling ops of ``kgraph.ops``, channels-first like the layers' converters."""
 import numpy as np
 
-from kgraph import KerasTensor, Variable
 from kgraph.ops.windows import normalize_tuple, transpose_crop
 
 from export.builder import CHANNELS_FIRST, Value
 from export.converters.convolutional import oihw, onnx_pads
-from export.converters.ops import operand
+from export.converters.ops import folded, operand
 from export.registry import op_converter
 
 
 def _kernel(ctx, value, transform, variant):
-    """A kernel argument re-laid out for ONNX: a weight Variable (one initializer per layout) or a constant."""
-    if isinstance(value, KerasTensor):
-        raise ctx.error("a kernel computed from tensors is not supported; expected a weight or a constant")
-    if isinstance(value, Variable):
-        return ctx.weight(value, transform=transform, variant=variant)
-    return ctx.const(transform(np.asarray(value, dtype=ctx.output_dtype())), name=variant)
+    """A kernel argument (a weight or a constant) re-laid out for ONNX as an initializer."""
+    return folded(ctx, value, ctx.output_dtype(), transform, variant)
 
 
 def _grouped(kernel):

@@ -5,7 +5,7 @@ import numpy as np
 
 from export.builder import NATIVE, Value, onnx_dtype
 from export.converters.activations import emit_activation
-from export.converters.ops import axes_of, int64, operand, reduce
+from export.converters.ops import axes_of, folded, int64, operand, reduce
 from export.registry import op_converter
 
 _GELU_C = math.sqrt(2 / math.pi)
@@ -157,20 +157,20 @@ def convert_batch_normalization(ctx):
     rank = ctx.input_rank()
     dtype = ctx.output_dtype()
     axis = int(args["axis"]) % rank
-    stat = lambda v: ctx.tensor(v, dtype)  # noqa: E731
-    view = ctx.const(int64([-1] + [1] * (rank - 1 - axis)), name="channel_view")
-    channels = (lambda v: v) if axis == rank - 1 else (lambda v: ctx.op("Reshape", [v, view]))
+    # Each statistic as an initializer shaped to broadcast along `axis`: (channels, 1, ..., 1).
+    view = (-1,) + (1,) * (rank - 1 - axis)
+    stat = lambda v: folded(ctx, v, dtype, lambda a: a.reshape(view), "channel_view")  # noqa: E731
     epsilon = ctx.const(float(args["epsilon"]), dtype=dtype, name="epsilon")
     factor = ctx.op("Reciprocal", [ctx.op("Sqrt", [ctx.op("Add", [stat(args["variance"]), epsilon])])])
     if args["scale"] is not None:
         factor = ctx.op("Mul", [factor, stat(args["scale"])])
-    y = ctx.op("Mul", [ctx.op("Sub", [ctx.input(0, dtype=dtype), channels(stat(args["mean"]))]), channels(factor)])
-    return y if args["offset"] is None else ctx.op("Add", [y, channels(stat(args["offset"]))])
+    y = ctx.op("Mul", [ctx.op("Sub", [operand(ctx, args["x"], dtype), stat(args["mean"])]), factor])
+    return y if args["offset"] is None else ctx.op("Add", [y, stat(args["offset"])])
 
 
 def _layer_norm_weight(ctx, value, shape, dtype):
-    """``gamma`` or ``beta`` (any layout of the normalized sizes) reshaped to ``shape``."""
-    return ctx.op("Reshape", [ctx.tensor(value, dtype), ctx.const(int64(shape), name="weight_shape")])
+    """``gamma`` or ``beta`` (any layout of the normalized sizes) as an initializer of ``shape``."""
+    return folded(ctx, value, dtype, lambda a: a.reshape(shape), "x".join(map(str, shape)))
 
 
 @op_converter("layer_normalization", opset=13)

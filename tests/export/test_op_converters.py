@@ -264,6 +264,7 @@ def _op_types(fn, spec):
     (lambda x: ops.softmax(x, axis=1), [(3, 4)], ["Softmax"]),
     (lambda x, y: x @ y, [(3, 4), (4, 2)], ["MatMul"]),
     (lambda x, y: ops.einsum("btd,bsd->bts", x, y), [(3, 4), (5, 4)], ["Transpose", "MatMul"]),
+    (lambda x: ops.layer_normalization(x, np.ones(4, "float32"), B), [F], ["LayerNormalization"]),
     (lambda x: ops.convert_to_tensor(x, "int32"), [F], ["Cast"]),
     (lambda x: ops.convert_to_tensor(x) * 2.0, [F], ["Mul"]),
 ])
