@@ -80,6 +80,9 @@ class Dot(Layer):
         shape = first + second
         return tuple(shape + [1] if len(shape) == 1 else shape)
 
+    def compute_mask(self, inputs, previous_mask=None):
+        return None
+
     def get_config(self):
         config = super().get_config()
         config.update({"axes": self.axes, "normalize": self.normalize})

@@ -252,3 +252,13 @@ def test_keras_parity_on_copied_weights(keras, name, kwargs, shape):
     assert [w.shape for w in layer.weights] == [tuple(w.shape) for w in reference.weights]
     layer.set_weights(reference.get_weights())
     np.testing.assert_allclose(layer(inputs), keras.ops.convert_to_numpy(reference(inputs)), rtol=1e-5, atol=1e-5)
+
+
+def test_masks_pass_through_elementwise_layers_and_stop_at_dot():
+    tokens = kgraph.Input((5,), dtype="int32")
+    h = layers.Embedding(10, 4, mask_zero=True)(tokens)
+    for layer in (layers.ReLU(), layers.PReLU(), layers.GroupNormalization(2), layers.UnitNormalization(),
+                  layers.GaussianNoise(0.1), layers.ActivityRegularization(0.1)):
+        h = layer(h)
+        assert h._keras_mask is not None, type(layer).__name__
+    assert layers.Dot(axes=(2, 2))([h, h])._keras_mask is None
