@@ -14,7 +14,8 @@ def _axis_argument(axis):
         return [int(a) for a in axis]
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
         return int(axis)
-    raise TypeError(f"Invalid value for `axis` argument: expected an int or a list/tuple of ints. Received: axis={axis}")
+    raise TypeError("Invalid value for `axis` argument: expected an int or a list/tuple of ints. "
+                    f"Received: axis={axis}")
 
 
 def _checked_axes(layer, input_shape):

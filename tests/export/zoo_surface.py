@@ -44,7 +44,7 @@ def dot_and_einsum_dense():
 
 @register_zoo_model("normalization_extra")
 def normalization_extra():
-    """GroupNormalization (groups, instance, on a conv), UnitNormalization and RMSNormalization over one and two axes."""
+    """GroupNormalization (groups, instance, on a conv), Unit- and RMSNormalization over one and two axes."""
     x = kgraph.Input(shape=(6, 4), name="x")
     image = L.Reshape((3, 2, 4))(x)
     outputs = [L.GroupNormalization(groups=2)(x), L.GroupNormalization(groups=-1, axis=1, center=False)(x),
