@@ -1,9 +1,11 @@
 """Converters of ``kgraph.ops`` op nodes: the helpers they share, and the public ops that have none.
 
-The converters live by family in ``ops_math``, ``ops_nn``, ``ops_reduce`` and
-``ops_shape``. Each reads the call's arguments by name (``ctx.arguments``)
-and computes what the eager NumPy function computes, NumPy's dtype rules
-included: operands are cast to the dtype the op node's output has.
+The converters live by family: ``ops_math`` (elementwise), ``ops_linalg``,
+``ops_nn`` (activations, normalization), ``ops_reduce``, ``ops_shape``,
+``ops_index`` (``x[key]``) and ``ops_conv``. Each reads the call's arguments
+by name (``ctx.arguments``) and computes what the eager NumPy function
+computes, NumPy's dtype rules included: operands are cast to the dtype of the
+op node's output.
 """
 import numpy as np
 

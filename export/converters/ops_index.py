@@ -73,11 +73,6 @@ def _gather_index(ctx, items):
     return ints[0] if len(ints) == 1 else None
 
 
-def _rank(item):
-    """The number of output axes an index array (or a lone int, 0) gives."""
-    return np.ndim(item)
-
-
 @op_converter("getitem", opset=13)
 def convert_getitem(ctx):
     """One Slice for the slices and ints, a Gather for an integer array (or a lone int), Squeeze, Unsqueeze."""
@@ -95,7 +90,7 @@ def convert_getitem(ctx):
             continue
         if i == gather:
             gather_axis = axis
-            out += _rank(item)
+            out += np.ndim(item)  # the index array's axes replace the indexed one (a lone int: none)
         elif _is_int(item):
             sliced.append((axis, _bounds(item, shape[axis])))
             squeezed.append(axis)
@@ -113,7 +108,7 @@ def convert_getitem(ctx):
                              ctx.const(int64(axes), name="axes"), ctx.const(int64(steps), name="steps")])
     if gather is not None:
         x = ctx.op("Gather", [x, ctx.const(int64(items[gather]), name="index")], axis=gather_axis)
-        squeezed = [a + _rank(items[gather]) - 1 if a > gather_axis else a for a in squeezed]
+        squeezed = [a + np.ndim(items[gather]) - 1 if a > gather_axis else a for a in squeezed]
     if squeezed:
         x = ctx.op("Squeeze", [x, ctx.const(int64(squeezed), name="axes")])
     if added:
