@@ -23,6 +23,7 @@ from kgraph.layers.spatial import Cropping1D, Cropping2D, UpSampling1D, UpSampli
 from kgraph.layers.spatial_dropout import SpatialDropout1D, SpatialDropout2D
 from kgraph.layers.bidirectional import Bidirectional
 from kgraph.layers.multi_head_attention import MultiHeadAttention
+from kgraph.layers.attention import AdditiveAttention, Attention
 from kgraph.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from kgraph.layers.aliases import (AvgPool1D, AvgPool2D, Convolution1D, Convolution2D, Convolution2DTranspose,
                                    GlobalAvgPool1D, GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D, MaxPool1D,

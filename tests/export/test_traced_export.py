@@ -115,3 +115,12 @@ def test_what_a_stateless_graph_cannot_carry_is_a_clear_error():
     dynamic = kgraph.Input((None, 4), name="seq")
     with pytest.raises(ExportError, match="fixed number of timesteps"):
         to_onnx(kgraph.Model(dynamic, layers.RNN(layers.LSTMCell(3))(dynamic)))
+
+
+@pytest.mark.parametrize("make", [lambda: layers.Attention(use_scale=True), lambda: layers.AdditiveAttention(),
+                                  lambda: layers.Attention(score_mode="concat")])
+def test_attention_layers_export_by_tracing(make):
+    q, v = kgraph.Input((3, 4), name="q"), kgraph.Input((5, 4), name="v")
+    layer = make()
+    model = kgraph.Model([q, v], layers.Dense(2)(layer([q, v], use_causal_mask=False)))
+    assert_parity(model)
