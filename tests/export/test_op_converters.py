@@ -20,7 +20,7 @@ F = (4,)  # a row of 4 floats
 
 
 def _sampler(kind):
-    """Input values for ops with a domain: "positive" floats, "signed_int" nonzero integers of both signs."""
+    """Inputs of a ``kind``: "positive", "signed_int" (nonzero), "halves" (ties), "indices", else normal * 3."""
     def sample(name, shape, dtype, rng):
         if kind == "positive":
             return (rng.random(shape) * 3 + 0.1).astype(dtype)
@@ -62,6 +62,7 @@ def _attention_block(x):
     weights = ops.softmax(ops.einsum("btd,bsd->bts", q, k) / 2.0, axis=-1)
     h = ops.layer_normalization(ops.matmul(weights, v) + x, np.ones(4, "float32"), B)
     return ops.gelu(ops.dense(h, PROJECTIONS[3], B))
+
 
 # name -> (input spec, model function, sampler kind). Several cases cover an op's arguments and dtypes.
 CASES = {
