@@ -293,9 +293,10 @@ def test_elementwise_ops_keep_the_channels_first_layout_of_convolutions():
     x = kgraph.Input(shape=(6, 6, 2), name="image")
     h = kgraph.layers.Conv2D(3, 3, name="c1")(x)
     y = kgraph.layers.Conv2D(3, 3, padding="same", name="c2")(ops.relu(h * 2.0 + 1.0))
-    model = kgraph.Model(x, y + h)
+    model = kgraph.Model(x, ops.softmax(ops.sigmoid(y + h), axis=-1))
     proto = to_onnx(model)
-    assert [n.op_type for n in proto.graph.node].count("Transpose") == 2
+    assert [n.op_type for n in proto.graph.node].count("Transpose") == 2  # into channels-first and back
+    assert next(n for n in proto.graph.node if n.op_type == "Softmax").attribute[0].i == 1
     feeds = make_inputs(model, 2)
     for level in LEVELS:
         e, a = native_outputs(model, feeds)[0], session(proto, level).run(None, feeds)[0]
