@@ -27,7 +27,7 @@ UNEXPORTABLE = {
     "zeros": "takes a shape, not a tensor: the result is a constant",
     "ones": "takes a shape, not a tensor: the result is a constant",
     "eye": "takes sizes, not tensors: the result is a constant",
-    "full": "its shape is constant, so it has no batch axis: a tensor fill value (which has one) cannot fit it",
+    "full": "its shape is fixed: a tensor fill value (with a batch axis) does not broadcast to it, so no graph has it",
     # A symbolic bound gives an output whose length depends on tensor values.
     "arange": "with a tensor bound its output length depends on the tensor's values",
     # Recurrent steps over a precomputed projection: the recurrent layers' converters emit ONNX RNN/GRU/LSTM.
