@@ -99,5 +99,6 @@ from export.converters import activations, core, merging, reshaping  # noqa: F40
 from export.converters import convolutional, embedding, normalization, pooling, spatial  # noqa: F401,E402
 from export.converters import recurrent  # noqa: F401,E402
 from export.converters import attention  # noqa: F401,E402
-from export.converters import ops_conv, ops_index, ops_linalg, ops_math, ops_nn, ops_reduce, ops_shape  # noqa: F401,E402,E501
+from export.converters import ops_conv, ops_index, ops_linalg, ops_math  # noqa: F401,E402
+from export.converters import ops_nn, ops_reduce, ops_shape  # noqa: F401,E402
 from export.converters import activation_layers, regularization  # noqa: F401,E402
