@@ -1,5 +1,6 @@
 """Model architecture <-> plain config dicts (JSON-compatible), for Functional and any layer."""
 import collections
+import inspect
 
 import numpy as np
 
@@ -40,8 +41,9 @@ def _find_class(class_name, custom_objects, module=None):
 def deserialize_layer(data, custom_objects=None):
     """Rebuild a layer from ``serialize_layer`` output."""
     cls = _find_class(data["class_name"], custom_objects, data.get("module"))
-    if hasattr(cls, "nodes_by_depth") or data["class_name"] in ("Functional", "Sequential"):
-        layer = cls.from_config(data["config"], custom_objects=custom_objects)
+    if hasattr(cls, "nodes_by_depth") or data["class_name"] in ("Functional", "Sequential") or \
+            "custom_objects" in inspect.signature(cls.from_config).parameters:
+        layer = cls.from_config(dict(data["config"]), custom_objects=custom_objects)
     else:
         layer = cls.from_config(dict(data["config"]))
     if data.get("build_config"):

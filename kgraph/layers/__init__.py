@@ -8,6 +8,7 @@ from kgraph.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, 
 from kgraph.layers.reshaping import Flatten, Reshape
 from kgraph.layers.recurrent import GRU, LSTM, SimpleRNN
 from kgraph.layers.rnn import RNN, TimeDistributed
+from kgraph.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from kgraph.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from kgraph.layers.convolutional import Conv1D, Conv2D, Conv2DTranspose
 from kgraph.layers.depthwise_separable import DepthwiseConv2D, SeparableConv2D

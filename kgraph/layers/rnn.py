@@ -92,7 +92,14 @@ class RNN(Layer):
                                  f"{self._states[0].shape[0]}; received a batch of {batch}. Call reset_states() "
                                  "or keep the batch size fixed.")
             return list(self._states)
-        return [self._zeros(sequences, size) for size in self._sizes]
+        return [self._state_zeros(sequences, i) for i in range(len(self._sizes))]
+
+    def _state_zeros(self, sequences, index):
+        """Zeros for state ``index`` (subclasses with non-vector states override it)."""
+        return self._zeros(sequences, self._sizes[index])
+
+    def _output_zeros(self, sequences):
+        return self._zeros(sequences, self._output_size)
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
         batch, timesteps = sequences.shape[0], sequences.shape[1]
@@ -103,7 +110,7 @@ class RNN(Layer):
         if hasattr(self.cell, "reset_dropout_mask"):
             self.cell.reset_dropout_mask()
         flat = self._initial(sequences, initial_state)
-        output = self._zeros(sequences, self._output_size)
+        output = self._output_zeros(sequences)
         outputs = []
         for t in (range(timesteps - 1, -1, -1) if self.go_backwards else range(timesteps)):
             step_out, new_states = self.cell(sequences[:, t], _pack_states(self.cell.state_size, flat),

@@ -138,3 +138,31 @@ def test_time_distributed_applies_the_layer_to_every_step():
     rebuilt = kgraph.Model.from_config(model.get_config())
     rebuilt.set_weights(model.get_weights())
     np.testing.assert_array_equal(rebuilt.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: layers.ConvLSTM1D(2, 3, padding="same", return_sequences=True, dtype="float64"), (2, 3, 5, 2)),
+    (lambda: layers.ConvLSTM2D(2, 2, strides=2, dtype="float64"), (1, 2, 4, 4, 1)),
+])
+def test_conv_lstm_gradients_and_config(make, shape):
+    layer = make()
+    x = np.random.default_rng(0).standard_normal(shape)
+    out = layer(x)
+    assert out.shape[1:] == tuple(layer.compute_output_shape((None,) + shape[1:])[1:])
+    check_gradients(lambda xs: layer(xs[0]), [x])
+    check_variable_gradients(lambda: layer(x), layer.weights)
+    clone = type(layer).from_config(layer.get_config())
+    clone(x)
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_array_equal(clone(x), out)
+
+
+def test_conv_lstm_model_saves_and_exports(tmp_path):
+    from tests.export.parity import assert_parity
+    inp = kgraph.Input((3, 6, 6, 2))
+    model = kgraph.Model(inp, layers.Dense(2)(layers.Flatten()(layers.ConvLSTM2D(3, 3, padding="same")(inp))))
+    x = np.random.default_rng(1).standard_normal((2, 3, 6, 6, 2)).astype("float32")
+    model.save(tmp_path / "m.pkl")
+    np.testing.assert_array_equal(kgraph.load_model(tmp_path / "m.pkl").predict(x, verbose=0),
+                                  model.predict(x, verbose=0))
+    assert_parity(model, rtol=1e-4, atol=1e-5)
