@@ -123,7 +123,10 @@ def read_rows(a, index):
     if layout is None:
         return a[index]
     path, start, row_bytes, stride = layout
-    rows = np.arange(len(a))[index]
+    rows = np.arange(*index.indices(len(a))) if isinstance(index, slice) else np.asarray(index, dtype=np.int64)
+    if rows.size and (rows.min() < 0 or rows.max() >= len(a)):
+        raise IndexError(f"Row index out of range for a memory map of {len(a)} rows. Received: {rows.min()} to "
+                         f"{rows.max()}")
     out = np.empty((len(rows),) + a.shape[1:], dtype=a.dtype)
     if not len(rows):
         return out
