@@ -88,7 +88,8 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
             outputs=[tensor(**spec.metadata()) for spec in model.session.outputs],
         )
 
-    async def ModelInfer(self, request, context):
+    async def _infer(self, request: pb.ModelInferRequest) -> pb.ModelInferResponse:
+        """Validate, batch and run one request, counting it in the model's statistics; raises ProtocolError."""
         start = perf_counter_ns()
         model = None
         try:
@@ -101,17 +102,53 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
             index = model.output_index
             selected = [(name, outputs[index[name]], True) for name, _ in parsed.outputs]
             response = encode_grpc_response(model.name, model.version, request.id, selected)
-        except ProtocolError as exc:
-            error = exc
         except Exception as exc:
+            if model is not None:
+                model.stats.record_failure(perf_counter_ns() - start)
+            if isinstance(exc, ProtocolError):
+                raise
             logger.exception("inference request failed")
-            error = ProtocolError(f"internal server error: {type(exc).__name__}: {exc}", 500)
-        else:
-            model.stats.record_success(perf_counter_ns() - start)
-            return response
-        if model is not None:
-            model.stats.record_failure(perf_counter_ns() - start)
-        await context.abort(status_code(error.status), error.message)
+            raise ProtocolError(f"internal server error: {type(exc).__name__}: {exc}", 500) from None
+        model.stats.record_success(perf_counter_ns() - start)
+        return response
+
+    async def ModelInfer(self, request, context):
+        try:
+            return await self._infer(request)
+        except ProtocolError as exc:
+            await context.abort(status_code(exc.status), exc.message)
+
+    async def ModelStreamInfer(self, request_iterator, context):
+        """Answer each request of the stream as soon as it is done (so possibly out of order: match
+        them by id); a failed request is answered with its error_message and the stream goes on."""
+        answers: asyncio.Queue = asyncio.Queue()
+
+        async def answer(request: pb.ModelInferRequest) -> None:
+            try:
+                answers.put_nowait(pb.ModelStreamInferResponse(infer_response=await self._infer(request)))
+            except ProtocolError as exc:
+                failed = pb.ModelInferResponse(model_name=request.model_name, model_version=request.model_version,
+                                               id=request.id)
+                answers.put_nowait(pb.ModelStreamInferResponse(error_message=exc.message, infer_response=failed))
+
+        async def read() -> None:
+            running: set[asyncio.Task] = set()
+            try:
+                async for request in request_iterator:
+                    task = asyncio.ensure_future(answer(request))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                if running:
+                    await asyncio.wait(list(running))
+            finally:
+                answers.put_nowait(None)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while (item := await answers.get()) is not None:
+                yield item
+        finally:
+            reader.cancel()
 
     async def ModelConfig(self, request, context):
         try:

@@ -155,3 +155,22 @@ def test_busy_grpc_port_fails_startup(mlp_file):
         server = ServeProcess(mlp_file, "--grpc-port", str(port))
         assert server.process.wait(timeout=60) == 1
     assert f"cannot bind the gRPC port 127.0.0.1:{port}" in server.log()
+
+
+def test_stream_infer_answers_every_request_and_errors_in_band(client, repository):
+    answers: queue.Queue = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    xs = {f"s{i}": np.random.default_rng(80 + i).standard_normal((1, 16)).astype(np.float32) for i in range(6)}
+    for request_id, x in xs.items():
+        client.async_stream_infer("mlp", [_input("x", x, "FP32")], request_id=request_id)
+    client.async_stream_infer("mlp", [_input("x", np.ones((1, 3), np.float32), "FP32")], request_id="bad")
+    received = [answers.get(timeout=30) for _ in range(len(xs) + 1)]
+    client.stop_stream()
+    errors = [error for _, error in received if error is not None]
+    assert len(errors) == 1 and "dim 1 must be 16" in errors[0].message()
+    results = {result.get_response().id: result for result, error in received if error is None}
+    assert set(results) == set(xs)
+    for request_id, x in xs.items():
+        want = reference(repository / "mlp" / "2" / "model.onnx", {"x": x})["y"]
+        # Merged runs may sum in another order than a one-row run.
+        np.testing.assert_allclose(results[request_id].as_numpy("y"), want, rtol=1e-5, atol=1e-7)
