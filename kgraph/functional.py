@@ -102,11 +102,15 @@ class Functional(Model):
     def output_names(self):
         if isinstance(self._outputs_struct, dict):
             return sorted(self._outputs_struct)
-        names, counts = [], collections.Counter()
+        names, taken = [], set()
         for t in self.outputs:
-            base = t._keras_history.layer.name
-            names.append(base if counts[base] == 0 else f"{base}_{counts[base]}")
-            counts[base] += 1
+            base = name = t._keras_history.layer.name
+            suffix = 0
+            while name in taken:  # a layer with several outputs: name_1, name_2... never repeating a name
+                suffix += 1
+                name = f"{base}_{suffix}"
+            taken.add(name)
+            names.append(name)
         return names
 
     @property

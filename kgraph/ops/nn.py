@@ -160,8 +160,9 @@ def log_softmax(x, axis=-1):
 
 @primitive(num_inputs=1)
 def moments(x, axes, keepdims=False):
-    """Return ``(mean, variance)`` of ``x`` over ``axes`` in one pass over the data."""
+    """Return ``(mean, variance)`` of ``x`` over ``axes`` (an int, or a list or tuple of them)."""
     x = np.asarray(x)
+    axes = tuple(axes) if isinstance(axes, list) else axes
     mu = np.mean(x, axis=axes, keepdims=True)
     centered = x - mu
     variance = np.mean(centered * centered, axis=axes, keepdims=True)

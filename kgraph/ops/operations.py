@@ -94,7 +94,13 @@ def op_class(op_name, fn=None):
 
 def get_op_class(name):
     """The op Operation class registered under a class name (``Add``) or op name (``add``), or None."""
-    return _CLASSES.get(name) or op_class(name)
+    if name in _CLASSES:
+        return _CLASSES[name]
+    if name in _FUNCTIONS:
+        return op_class(name)
+    # A class name in a fresh process (a saved model being loaded): find the op that has it.
+    op_name = next((n for n in _FUNCTIONS if class_name(n) == name), None)
+    return None if op_name is None else op_class(op_name)
 
 
 def register(op_name, fn):

@@ -124,3 +124,10 @@ def test_attention_layers_export_by_tracing(make):
     layer = make()
     model = kgraph.Model([q, v], layers.Dense(2)(layer([q, v], use_causal_mask=False)))
     assert_parity(model)
+
+
+def test_a_saved_model_with_op_nodes_exports_from_a_fresh_process(tmp_path):
+    model, _ = op_models.concat_slices()
+    model.save(tmp_path / "ops.pkl")
+    done = _cli(str(tmp_path / "ops.pkl"), "--verify")
+    assert done.returncode == 0, done.stdout + done.stderr

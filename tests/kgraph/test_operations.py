@@ -152,3 +152,9 @@ def test_long_chain_of_add_ops_builds_and_runs():
     model = kgraph.Model(x, y)
     assert len(model.operations) == 3001
     np.testing.assert_array_equal(model.predict(np.zeros((1, 2), "float32"), verbose=0), [[3000.0, 3000.0]])
+
+
+def test_output_names_never_repeat():
+    x = kgraph.Input(shape=(3,), name="x")
+    model = kgraph.Model(x, list(ops.moments(x, axes=[1])) + list(ops.moments(x * 2.0, axes=[1])))
+    assert len(set(model.output_names)) == 4
