@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m serve",
         description=(
             "Serve ONNX models with onnxruntime over the Open Inference Protocol "
-            "(KServe V2 / Triton REST), with dynamic batching."
+            "(KServe V2 / Triton, REST and gRPC), with dynamic batching."
         ),
         epilog=(
             "Dynamic batching merges concurrent requests for a model along axis 0 into one run. "
@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--grpc-port",
         type=_count(0),
         default=8001,
+        metavar="PORT",
         help="TCP port of the gRPC service (inference.GRPCInferenceService) on the same host; "
         "0 turns gRPC off (default: %(default)s)",
     )
@@ -135,8 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=MODES,
         default="none",
         help="none: load every model at startup, never again; poll: also pick up new, changed and removed "
-        "models and versions in the repository, loading them while the old ones serve; explicit: load and "
-        "unload on request (POST /v2/repository/models/NAME/load and /unload) (default: %(default)s)",
+        "models and versions in the repository, loading them while the old ones serve; explicit: load every model "
+        "at startup, then load, reload and unload on request (POST /v2/repository/models/NAME/load and /unload, "
+        "or gRPC) (default: %(default)s)",
     )
     parser.add_argument(
         "--repository-poll-secs",
