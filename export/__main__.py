@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from export import opsets, triton
+from export import opsets, quantize, triton, writer
 from export.registry import ExportError
 
 EXIT_EXPORT_FAILED = 1
@@ -38,11 +38,25 @@ def parser():
                         "the custom layer classes and converters it defines are registered; repeatable; the "
                         "current directory is importable. The model file itself is still read only as plain "
                         "data: nothing is imported that is not named here")
+    weights = p.add_mutually_exclusive_group()
+    weights.add_argument("--quantize", choices=["dynamic"],
+                         help="dynamic: int8 weights (onnxruntime.quantization.quantize_dynamic; activations "
+                              "quantized at run time), about 4x smaller; inputs and outputs stay float32")
+    weights.add_argument("--fp16", action="store_true",
+                         help="float16 weights and activations with float32 inputs and outputs kept (needs the "
+                              f"extra: pip install 'kgraph[{quantize.FP16_EXTRA}]'); about 2x smaller")
     p.add_argument("--verify", action="store_true",
                    help="after writing, run the native model and onnxruntime (graph optimizations on and off) on "
-                        "seeded random inputs at batch 1 and 3, print the max absolute and relative difference "
-                        "of every output, and exit non-zero beyond tolerance (float32: rtol=atol=1e-5, looser "
-                        "where a layer's converter declares it)")
+                        "seeded random inputs at batch 0, 1 and 3 (and a second length of any dynamic axis), "
+                        "print the max absolute and relative difference of every output, and exit non-zero "
+                        "beyond tolerance (float32: rtol=atol=1e-5, looser where a layer's converter declares it; "
+                        "int8: atol 0.1 of each output's scale; fp16: rtol 0.01, atol 0.01 of the scale). Batch 0 "
+                        "runs in a child process: an onnxruntime abort there is reported as a finding naming the "
+                        "node and does not fail the check")
+    p.add_argument("--verify-data", metavar="FILE.npz",
+                   help="with --verify (implied): also report the accuracy of the native model and of the ONNX "
+                        "file on a labelled set, an .npz with one array per model input (named after it, or x) "
+                        "and the labels y (class ids or one-hot)")
     p.add_argument("--triton-repo", metavar="DIR",
                    help="also write a Triton model repository entry: DIR/NAME/config.pbtxt (platform "
                         "onnxruntime_onnx, dynamic batching) and DIR/NAME/1/model.onnx")
@@ -96,8 +110,12 @@ def main(argv=None):
 
     from export.exporter import check, to_onnx
     from export.verify import verify
+    weights = "int8" if args.quantize else "fp16" if args.fp16 else None
     try:
-        proto = to_onnx(model, output, opset=opset, source=args.model)
+        proto = to_onnx(model, output if weights is None else None, opset=opset, source=args.model)
+        if weights is not None:
+            proto = quantize.convert(proto, weights)
+            writer.save(proto, output)
     except OSError as err:
         # Named after the file asked for, not the temporary file written beside it first.
         return _fail(f"Cannot write '{output}': {err.strerror or err}.")
@@ -105,19 +123,27 @@ def main(argv=None):
         return _fail(err)
     except Exception as err:  # noqa: BLE001  (a loadable but inconsistent config can fail inside a converter)
         return _fail(f"Cannot export '{args.model}': {type(err).__name__}: {err}")
-    print(f"wrote {output} (opset {opset}, {len(proto.graph.node)} nodes)")
+    described = "" if weights is None else f", {weights} weights"
+    print(f"wrote {output} (opset {opset}, {len(proto.graph.node)} nodes{described})")
     if args.triton_repo is not None:
         name = args.model_name or os.path.splitext(os.path.basename(args.model))[0]
         try:
             path = triton.write_repository(proto, args.triton_repo, name,
-                                           args.max_batch_size or triton.DEFAULT_MAX_BATCH_SIZE, check=check)
+                                           args.max_batch_size or triton.DEFAULT_MAX_BATCH_SIZE,
+                                           check=check if weights is None else None)
         except OSError as err:
             return _fail(f"Cannot write the Triton repository '{args.triton_repo}': {err.strerror or err}.")
         except ValueError as err:
             return _fail(err)
         print(f"wrote {os.path.join(args.triton_repo, name, 'config.pbtxt')} and {path}")
-    if args.verify:
-        report = verify(model, output)
+    if args.verify or args.verify_data:
+        report = verify(model, output, weights=weights)
+        if args.verify_data:
+            from export.accuracy import accuracy
+            try:
+                print(accuracy(model, output, args.verify_data))
+            except ExportError as err:
+                return _fail(err)
         if not report.ok:
             return EXIT_VERIFY_FAILED
     return 0

@@ -10,6 +10,7 @@ import kgraph
 from export import registry
 from export.exporter import functional_of
 from export.isolation import run_isolated
+from export.quantize import TOLERANCES
 from kgraph import tree
 
 LEVELS = ("ORT_ENABLE_ALL", "ORT_DISABLE_ALL")
@@ -146,8 +147,11 @@ def session(onnx_model, level):
     return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def compare(expected, actual, rtol, atol):
-    """``(max_abs, max_rel, ok, detail)`` for one output: ``|a - e| <= atol + rtol * |e|`` everywhere."""
+def compare(expected, actual, rtol, atol, scaled=False):
+    """``(max_abs, max_rel, ok, detail)`` for one output: ``|a - e| <= atol + rtol * |e|`` everywhere.
+
+    ``scaled``: ``atol`` is a fraction of the output's largest finite magnitude (for int8 and float16 weights).
+    """
     if expected.shape != actual.shape:
         return float("inf"), float("inf"), False, f"shape {actual.shape}, expected {expected.shape}"
     if expected.dtype != actual.dtype:
@@ -161,13 +165,15 @@ def compare(expected, actual, rtol, atol):
     diff = np.abs(a[finite] - e[finite])
     diff[a[finite] == e[finite]] = 0.0  # equal infinities
     scale = np.abs(e[finite])
+    if scaled:
+        atol = atol * float(scale.max(initial=0.0))
     rel = np.divide(diff, scale, out=np.where(diff > 0, np.inf, 0.0), where=scale > 0)
     ok = bool(np.all(diff <= atol + rtol * scale))
     return float(diff.max(initial=0.0)), float(rel.max(initial=0.0)), ok, ""
 
 
 def verify(model, onnx_model, batches=BATCHES, sampler=None, rtol=None, atol=None, seed=0, print_fn=print,
-           levels=LEVELS, lengths=None):
+           levels=LEVELS, lengths=None, weights=None):
     """Compare native ``predict`` with onnxruntime on seeded inputs per batch, level and output; return a Report.
 
     Args:
@@ -177,9 +183,13 @@ def verify(model, onnx_model, batches=BATCHES, sampler=None, rtol=None, atol=Non
         lengths: sizes of the dynamic non-batch axes; default ``(5, 9)`` for models that have one.
         rtol, atol: default to the loosest the model's layers declare (1e-5 each for float32 layers).
         print_fn: called with each line of the report; None is silent.
+        weights: 'int8' or 'fp16' for a converted model (see export.quantize): its tolerances apply, atol as a
+            fraction of each output's scale, and every batch runs in the child process.
     """
     opset = next((o.version for o in _opset_imports(onnx_model) if o.domain in ("", "ai.onnx")), None)
     default_rtol, default_atol = registry.tolerance(leaf_layers(model), opset)
+    if weights is not None:
+        default_rtol, default_atol = TOLERANCES[weights]
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
     if lengths is None:
@@ -190,7 +200,7 @@ def verify(model, onnx_model, batches=BATCHES, sampler=None, rtol=None, atol=Non
     cases = [(steps, batch) for steps in lengths for batch in batches]
     feeds = [make_inputs(model, batch, sampler=sampler, seed=seed + batch + 100 * (steps or 0),
                          steps=steps or DYNAMIC_DIM) for steps, batch in cases]
-    isolated = [i for i, (_, batch) in enumerate(cases) if batch == 0]
+    isolated = [i for i, (_, batch) in enumerate(cases) if batch == 0 or weights is not None]
     outcomes = dict(zip(isolated, _run_isolated(onnx_model, [feeds[i] for i in isolated], names, levels)))
     sessions = {level: session(onnx_model, level) for level in levels} if len(isolated) < len(cases) else {}
     for i, ((steps, batch), feed) in enumerate(zip(cases, feeds)):
@@ -209,13 +219,14 @@ def verify(model, onnx_model, batches=BATCHES, sampler=None, rtol=None, atol=Non
                 actual, error = sess.run(names, {x.name: feed[x.name] for x in sess.get_inputs()}), ""
             for k, (name, e) in enumerate(zip(names, expected)):
                 found = (float("inf"), float("inf"), False, error) if error else \
-                    compare(e, np.asarray(actual[k]), rtol, atol)
+                    compare(e, np.asarray(actual[k]), rtol, atol, scaled=weights is not None)
                 report.comparisons.append(Comparison(batch, level, name, *found, steps=steps))
                 say(str(report.comparisons[-1]))
     total, failed = len(report.comparisons), len(report.failures)
     findings = f"; {len(report.findings)} finding(s) above" if report.findings else ""
+    scale = " of each output's scale" if weights is not None else ""
     say(f"{'PASS' if report.ok else 'FAIL'}: {total - failed}/{total} comparisons within rtol={rtol:g}, "
-        f"atol={atol:g}{findings}")
+        f"atol={atol:g}{scale}{findings}")
     return report
 
 
