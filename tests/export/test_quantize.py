@@ -1,4 +1,6 @@
 """int8 (dynamic quantization) and float16 exports: smaller files, float32 inputs and outputs, stated tolerances."""
+import sys
+
 import numpy as np
 import onnx
 import pytest
@@ -63,3 +65,13 @@ def test_labelled_set_that_does_not_fit_is_one_error(tmp_path, capsys):
     assert main([str(path), "--verify-data", str(data)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no array ['y']" in err and str(data) in err
+
+
+def test_fp16_without_its_extra_is_one_error_naming_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxconverter_common", None)  # what an environment without it imports
+    path = tmp_path / "mlp.pkl"
+    zoo.shared("mlp_sequential").save(path)
+    assert main([str(path), "--fp16"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'kgraph[fp16]'" in err and "onnxconverter-common" in err
+    assert not (tmp_path / "mlp.onnx").exists()
