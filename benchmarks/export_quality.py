@@ -1,9 +1,17 @@
-"""Export quality: graph size and onnxruntime speed of every export zoo model, next to native predict.
+"""Export quality: graph size and onnxruntime speed of the export zoo, weight formats, SimpleRNN lowerings.
 
-Run from the repository root: ``python benchmarks/export_quality.py [--models NAME ...] [--runs N]``.
-For each zoo model: ONNX node count, Transpose count, export seconds,
-onnxruntime batch-1 latency (median µs per call) and batch-64 throughput
-(rows/s), and the same two numbers for native ``model.predict`` in this run.
+Run from the repository root:
+``python benchmarks/export_quality.py [--sections zoo weights rnn] [--models NAME ...] [--runs N]``.
+
+- zoo: for each zoo model, ONNX node count, Transpose count, export seconds,
+  onnxruntime batch-1 latency (median µs per call) and batch-64 throughput
+  (rows/s), and the same two numbers for native ``model.predict``.
+- weights: an MLP, a CNN and an LSTM trained on scikit-learn's digits, each
+  exported as float32, float16 (``--fp16``) and int8 (``--quantize dynamic``):
+  file size, batch-1 and batch-64 latency, hold-out accuracy, side by side.
+- rnn: SimpleRNN as onnxruntime's RNN node, as a Scan loop and unrolled
+  (fixed time axis), at batch 1 and 64 (the figures behind the export rule).
+
 onnxruntime runs on CPU with all graph optimizations and default threads.
 """
 import argparse
@@ -18,6 +26,9 @@ from export import to_onnx  # noqa: E402
 from export.exporter import functional_of  # noqa: E402
 from export.verify import make_inputs, session  # noqa: E402
 from tests.export import zoo  # noqa: E402
+
+import export_lowering  # noqa: E402
+import export_weights  # noqa: E402
 
 REFERENCE = ("Reference, Keras 3.15 exporting through its torch backend: 23 nodes for a 3-Dense MLP, "
              "52 nodes (8 Transposes) for a 2-conv CNN.")
@@ -86,14 +97,21 @@ def format_table(rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="*", choices=["zoo", "weights", "rnn"], default=["zoo", "weights", "rnn"])
     parser.add_argument("--models", nargs="*", help="zoo model names (default: every zoo model)")
     parser.add_argument("--runs", type=int, default=2000, help="onnxruntime batch-1 calls timed per model")
     args = parser.parse_args(argv)
-    names = args.models or [n for n in zoo.names() if zoo.entry(n).benchmark]
-    rows = [measure(name, args.runs) for name in names]
-    print(format_table(rows))
-    print()
-    print(REFERENCE)
+    if "zoo" in args.sections:
+        names = args.models or [n for n in zoo.names() if zoo.entry(n).benchmark]
+        print(format_table([measure(name, args.runs) for name in names]))
+        print()
+        print(REFERENCE)
+        print()
+    if "weights" in args.sections:
+        print(export_weights.report(_median_seconds))
+        print()
+    if "rnn" in args.sections:
+        print(export_lowering.report(_median_seconds))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """SimpleRNN as plain ops: unrolled when the time axis is fixed and short, else one Scan loop.
 
-onnxruntime's RNN kernel is fast for one sequence but slow for many: measured
-in ``benchmarks/export_quality.py`` (2 cores), a SimpleRNN(32) over 20 steps
-took 17 µs as an RNN node and 34 µs as a Scan at batch 1, but 628 µs against
-110 µs at batch 64 (4,367 against 496 µs for SimpleRNN(128) over 32 steps).
-Batches are what a server runs, so the rule is: a fixed time axis of at most
-``UNROLL_MAX_STEPS`` steps is unrolled (no loop overhead; 20 against 34 µs
-for 8 steps at batch 64), any other length runs as a Scan. Both compute the
-input projection of every step in one MatMul before the loop.
+onnxruntime's RNN kernel is fast for one sequence but slow for many. Measured
+with ``benchmarks/export_quality.py --sections rnn`` (2 cores, µs per call,
+RNN node / Scan / unrolled): 8 steps of 16 units 6 / 19 / 11 at batch 1 and
+77 / 35 / 26 at batch 64; 20 steps of 32 units 10 / 36 / 20 and 480 / 109 /
+79; 32 steps of 128 units 52 / 74 / 48 and 3,396 / 686 / 752. Batches are
+what a server runs, so the RNN node is never chosen: a fixed time axis of at
+most ``UNROLL_MAX_STEPS`` steps is unrolled (no loop overhead), any other
+length runs as a Scan (smaller graphs, and faster at batch 64 from about 32
+steps). Both compute the input projection of every step in one MatMul.
 """
 import numpy as np
 from onnx import helper
@@ -16,7 +17,7 @@ from export.builder import GraphBuilder, onnx_dtype
 from export.context import ConversionContext
 from export.converters.activations import emit_activation
 
-UNROLL_MAX_STEPS = 16
+UNROLL_MAX_STEPS = 24
 
 
 def _int64(*values):

@@ -22,8 +22,14 @@ def fp32():
 @pytest.mark.parametrize("name", MODELS)
 def test_converted_models_match_native_within_their_tolerance(fp32, name, weights):
     converted = quantize.convert(fp32[name], weights)
-    # Weights shrink 4x (int8) and 2x (float16); scales, zero points and casts take some of it back.
-    assert converted.ByteSize() < fp32[name].ByteSize() / (2.5 if weights == "int8" else 1.8)
+    ops = {node.op_type for node in converted.graph.node}
+    if weights == "int8" and name == "digits_cnn":
+        # Convolutions stay float32 (onnxruntime's ConvInteger is slower); the Dense kernel is int8.
+        assert {"Conv", "MatMulInteger"} <= ops and "ConvInteger" not in ops
+        assert converted.ByteSize() < fp32[name].ByteSize()
+    else:
+        # Weights shrink 4x (int8) and 2x (float16); scales, zero points and casts take some of it back.
+        assert converted.ByteSize() < fp32[name].ByteSize() / (2.5 if weights == "int8" else 1.8)
     float32 = onnx.TensorProto.FLOAT
     for value in list(converted.graph.input) + list(converted.graph.output):
         assert value.type.tensor_type.elem_type == float32, value.name
