@@ -1,8 +1,10 @@
-"""SimpleRNN in onnxruntime: its RNN node against the exporter's Scan loop and unrolled ops, at batch 1 and 64.
+"""Recurrent layers in onnxruntime: native RNN/LSTM nodes against Scan loops and unrolled ops, batch 1 and 64.
 
 Used by ``export_quality.py``; the figures behind the rule in
-``export/converters/recurrent_loops.py``. The RNN-node graph is built here
-from the same layer's weights (the exporter no longer writes it).
+``export/converters/recurrent_loops.py``. SimpleRNN: the RNN-node graph is
+built here from the same layer's weights (the exporter no longer writes it).
+LSTM: the three forms are built here from random weights (the exporter keeps
+the LSTM node, which these figures justify).
 """
 import numpy as np
 import onnx
@@ -13,6 +15,8 @@ from export import to_onnx
 from export.converters import recurrent_loops
 from export.verify import session
 from tests.export.zoo import perturb
+
+import lstm_forms
 
 SHAPES = [(8, 16, 16), (20, 16, 32), (32, 64, 128)]  # (steps, features, units)
 
@@ -45,7 +49,11 @@ def _exported(model, unroll_max_steps):
 
 
 def report(median_seconds):
-    """The lowering table (Markdown) as text."""
+    """The SimpleRNN and LSTM tables (Markdown) as text."""
+    return _simple_rnn_table(median_seconds) + "\n\n" + lstm_forms.table(median_seconds, SHAPES)
+
+
+def _simple_rnn_table(median_seconds):
     lines = ["| steps x features -> units | batch | RNN node µs | Scan µs | unrolled µs | exported as |",
              "|---|---|---|---|---|---|"]
     for steps, features, units in SHAPES:
