@@ -148,6 +148,8 @@ def test_steps_per_epoch_continues_through_passes_and_a_short_generator_stops_tr
     model = _model()
     history = model.fit(dataset, steps_per_epoch=4, epochs=3, shuffle=False, verbose=0)
     assert dataset.asked == list(range(10)) + [0, 1] and dataset.passes == 1 and history.epoch == [0, 1, 2]
+    history = model.fit(_looping(x, y), steps_per_epoch=2, initial_epoch=3, epochs=5, verbose=0)
+    assert history.epoch == [3, 4] and model.optimizer.iterations == 12 + 4
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         history = model.fit(_batches(x, y, stop=640), steps_per_epoch=4, epochs=5, verbose=0)
