@@ -284,3 +284,18 @@ def test_a_1gb_memory_map_trains_without_being_read_into_memory(tmp_path):
     growth, loss, evaluated = map(float, result.stdout.split())
     assert growth < 400, f"peak RSS grew by {growth:.0f} MB while training on a 1024 MB memory map"
     assert np.isfinite(loss) and np.isfinite(evaluated)
+
+
+def test_an_error_in_a_worker_reaches_fit_and_the_workers_stop(digits):
+    x, y = digits
+
+    class Broken(Digits):
+        def __getitem__(self, index):
+            if index == 3:
+                raise OSError("cannot read batch 3")
+            return super().__getitem__(index)
+
+    before = threading.active_count()
+    with pytest.raises(OSError, match="cannot read batch 3"):
+        _model().fit(Broken(x, y, workers=2), shuffle=False, verbose=0)
+    assert threading.active_count() == before
