@@ -78,8 +78,8 @@ def test_verify_through_a_subprocess_writes_beside_the_input(saved):
 def test_help_documents_every_option():
     result = _run("--help")
     assert result.returncode == 0
-    for option in ("-o", "--output", "--opset", "--verify", "--triton-repo", "--model-name", "--max-batch-size",
-                   "Exit status"):
+    for option in ("-o", "--output", "--opset", "--import", "--quantize", "--fp16", "--verify", "--verify-data",
+                   "--triton-repo", "--model-name", "--max-batch-size", "Exit status"):
         assert option in result.stdout
 
 
