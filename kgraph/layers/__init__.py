@@ -34,3 +34,12 @@ from kgraph.layers.einsum_dense import EinsumDense
 from kgraph.layers.lambda_layer import Lambda
 from kgraph.layers.normalization_extra import GroupNormalization, RMSNormalization, UnitNormalization
 from kgraph.layers.regularization import ActivityRegularization, AlphaDropout, GaussianDropout, GaussianNoise
+from kgraph.layers.convolutional3d import (AveragePooling3D, AvgPool3D, Conv3D, Convolution3D, Cropping3D,
+                                           GlobalAveragePooling3D, GlobalAvgPool3D, GlobalMaxPool3D, GlobalMaxPooling3D,
+                                           MaxPool3D, MaxPooling3D, UpSampling3D, ZeroPadding3D)
+from kgraph.layers.conv_transpose import (Conv1DTranspose, Conv3DTranspose, Convolution1DTranspose,
+                                          Convolution3DTranspose)
+from kgraph.layers.conv1d_variants import DepthwiseConv1D, SeparableConv1D, SeparableConvolution1D
+from kgraph.layers.adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D,
+                                            AdaptiveAveragePooling3D, AdaptiveMaxPooling1D, AdaptiveMaxPooling2D,
+                                            AdaptiveMaxPooling3D)
