@@ -6,8 +6,8 @@ every feed in a child process, starts a new child after a death, and runs
 the graph node by node in one more child to find the node that killed it.
 
 A child runs this file as a script on a JSON job written by the parent; it
-prints ``done I``, ``error I MESSAGE`` and, when locating,
-``node K`` lines as it goes.
+prints ``level I LEVEL`` (before running feed I at LEVEL), ``done I``,
+``error I MESSAGE`` and, when locating, ``node {...}`` lines as it goes.
 """
 import dataclasses
 import json
@@ -20,6 +20,7 @@ import tempfile
 import numpy as np
 
 CHILD_TIMEOUT_S = 600
+TIMEOUT = "onnxruntime ran for over"
 # This file run as a script, without importing the export package (and kgraph) in the child.
 _CHILD = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 
@@ -57,10 +58,13 @@ def run_isolated(runs, levels):
                     outcomes[i].outputs = {level: [arrays[f"{level}/{k}"] for k in range(len(runs[i][2]))]
                                            for level in levels}
             reported = done | {int(line.split()[1]) for line in lines if line.startswith("error ")}
-            if death is None:
-                break
             failed = max(reported, default=start - 1) + 1
-            outcomes[failed].abort = f"{death} {_locate(tmp, job, failed)}"
+            if death is None or failed == len(runs):  # a death after the last run (at exit) spoils no result
+                break
+            levels_run = [line.split()[2] for line in lines if line.startswith(f"level {failed} ")]
+            at = f" at {levels_run[-1]}" if levels_run else ""
+            where = "" if death.startswith(TIMEOUT) else f" {_locate(tmp, job, failed)}"
+            outcomes[failed].abort = death + at + where
             start = failed + 1
     return outcomes
 
@@ -75,11 +79,13 @@ def _child(tmp, job):
                               text=True, timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired as err:
         out = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
-        return out.splitlines(), f"onnxruntime ran for over {CHILD_TIMEOUT_S} s and was stopped"
+        return out.splitlines(), f"{TIMEOUT} {CHILD_TIMEOUT_S} s and was stopped"
     if proc.returncode == 0:
         return proc.stdout.splitlines(), None
     if proc.returncode < 0:
-        death = f"onnxruntime aborted the process ({signal.Signals(-proc.returncode).name})"
+        number = -proc.returncode
+        name = signal.Signals(number).name if number in signal.valid_signals() else f"signal {number}"
+        death = f"onnxruntime aborted the process ({name})"
     else:
         last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         death = f"onnxruntime's process exited with status {proc.returncode} ({last})"
@@ -91,7 +97,7 @@ def _locate(tmp, job, index):
     lines, death = _child(tmp, dict(job, locate=index))
     nodes = [json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith("node ")]
     if death is None:
-        return "with the graph optimized; run node by node, no single node aborts"
+        return "(no node aborts when the graph runs node by node with optimizations off)"
     culprit = nodes[-1] if nodes else None
     return f"in node '{culprit['name']}' (op {culprit['op']})" if culprit else "before any node ran"
 
@@ -119,6 +125,7 @@ def _run_jobs(job):
             if path not in sessions:
                 sessions = {path: {level: _session(path, level) for level in job["levels"]}}
             for level, sess in sessions[path].items():
+                _say(f"level {i} {level}")
                 results.update((f"{level}/{k}", y) for k, y in enumerate(sess.run(job["names"][i], feed)))
         except Exception as err:  # onnxruntime raises its own exception types (shape and type errors)
             where = "loading the model" if level is None else level
