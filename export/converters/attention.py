@@ -29,31 +29,26 @@ def _heads(ctx, x, kernel, bias, scale, perm):
     return ctx.op("Transpose", [y], perm=perm)
 
 
-def _length(ctx, x):
-    """The time length of ``x`` (B, T, dim) as an int64 scalar."""
-    if ctx.opset >= 15:
-        length = ctx.op("Shape", [x], start=1, end=2)
-    else:
-        length = ctx.op("Slice", [ctx.op("Shape", [x]), ctx.const(_int64(1), name="one"),
-                                  ctx.const(_int64(2), name="two")])
-    return ctx.op("Squeeze", [length, ctx.const(_int64(0), name="axis0")])
+def _positions(ctx, x):
+    """Positions ``1..T`` along the time axis of ``x`` (B, T, dim), as int64 of shape (B, T, 1).
 
-
-def _positions(ctx, length):
-    """``0, 1, ..., length - 1`` (int64)."""
-    # Range takes 0-d tensors; constants are stored with at least one axis, so squeezed here.
-    start, step = (ctx.op("Squeeze", [ctx.const(_int64(v), name=label), ctx.const(_int64(0), name="axis0")])
-                   for v, label in ((0, "zero"), (1, "one")))
-    return ctx.op("Range", [start, length, step])
+    Counted over the data's own time axis (CumSum of ones), so shape inference ties the mask, the scores and
+    the output to the input's symbolic length (a Range would have a length of its own).
+    """
+    column = ctx.op("Gather", [x, ctx.const(_int64(0), name="first_feature")], axis=2)
+    # x > x is False for every value (NaN and infinities included): Not of it is all ones.
+    ones = ctx.op("Cast", [ctx.op("Not", [ctx.op("Greater", [column, column])])], to=TensorProto.INT64)
+    return ctx.op("CumSum", [ones, ctx.const(_int64(1), name="time_axis")])
 
 
 def _causal_mask(ctx, query, value):
-    """(T, S) booleans, True where value position <= query position (Keras's lower triangle)."""
+    """(B, 1, T, S) booleans, True where value position <= query position (Keras's lower triangle)."""
     # Compared positions rather than Trilu, so it exports from opset 13 (Trilu is opset 14).
-    query_positions = _positions(ctx, _length(ctx, query))
-    value_positions = query_positions if value == query else _positions(ctx, _length(ctx, value))
-    column = ctx.op("Unsqueeze", [query_positions, ctx.const(_int64(1), name="column_axis")])
-    return ctx.op("Not", [ctx.op("Greater", [value_positions, column])])
+    query_positions = _positions(ctx, query)
+    value_positions = query_positions if value == query else _positions(ctx, value)
+    row = ctx.op("Transpose", [value_positions], perm=[0, 2, 1])
+    mask = ctx.op("Not", [ctx.op("Greater", [row, query_positions])])
+    return ctx.op("Unsqueeze", [mask, ctx.const(_int64(1), name="heads_axis")])
 
 
 def _attention_mask(ctx, node, positional):

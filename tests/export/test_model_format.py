@@ -58,6 +58,8 @@ def test_dynamic_dims_are_named_and_an_axis_passed_through_shares_the_inputs_nam
     for name in ("stacked_gru", "lstm_return_state"):
         proto = to_onnx(zoo.shared(name))
         assert _dims(proto.graph.output[0]) == ["batch", "sequence_dim1", 2]
+    proto = to_onnx(zoo.shared("transformer_encoder_causal"))  # through a causal mask
+    assert _dims(proto.graph.output[0]) == ["batch", "sequence_dim1", 4]
     # A mask input broadcast against the scores: inference cannot tie the axes, so they keep their own names.
     proto = to_onnx(zoo.shared("attention_with_mask"))
     assert _dims(proto.graph.output[0]) == ["batch", f"{proto.graph.output[0].name}_dim1", 6]
