@@ -38,7 +38,7 @@ def _positions(ctx, x):
     column = ctx.op("Gather", [x, ctx.const(_int64(0), name="first_feature")], axis=2)
     # x > x is False for every value (NaN and infinities included): Not of it is all ones.
     ones = ctx.op("Cast", [ctx.op("Not", [ctx.op("Greater", [column, column])])], to=TensorProto.INT64)
-    return ctx.op("CumSum", [ones, ctx.const(_int64(1), name="time_axis")])
+    return ctx.op("CumSum", [ones, ctx.const(np.int64(1), name="time_axis")])
 
 
 def _causal_mask(ctx, query, value):
