@@ -3,7 +3,8 @@
 When every axis is a multiple of its output size the windows are a plain
 pooling (one MaxPool / AveragePool). Otherwise each spatial axis is one
 Gather of the windows' cells (an ``(output, widest window)`` index matrix)
-and one reduction over the window axis, as ``kgraph`` computes it.
+and one reduction over the window axis, as ``kgraph`` computes it; an axis
+already of the output size is left as it is.
 """
 from kgraph import layers
 from kgraph.layers.adaptive_pooling import adaptive_windows
@@ -28,6 +29,8 @@ def _adaptive(pool_type, reduce_type):
                          CHANNELS_FIRST)
         rank = len(spatial) + 2
         for i, (n, o) in enumerate(zip(spatial, layer.output_size)):
+            if n == o:
+                continue
             axis = 2 + i
             index, lengths = adaptive_windows(n, o)
             y = ctx.op("Gather", [y, ctx.const(int64(index), name="windows")], axis=axis)

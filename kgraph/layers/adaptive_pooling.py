@@ -4,8 +4,9 @@ Output cell ``i`` of an axis of ``n`` input cells pools input cells
 ``floor(i * n / o)`` to ``ceil((i + 1) * n / o) - 1`` (the windows of
 Keras 3 and PyTorch: they overlap when ``n`` is not a multiple of ``o``).
 The windows of an axis are one ``take`` of an index matrix and a reduction
-over its window axis; the axes are pooled one after the other, which for a
-maximum or a mean over box windows gives the same values as pooling the boxes.
+over its window axis; the axes are pooled one after the other (an axis whose
+size is already the output size is left as it is), which for a maximum or a
+mean over box windows gives the same values as pooling the boxes.
 """
 import numpy as np
 
@@ -54,6 +55,8 @@ class BaseAdaptivePooling(Layer):
             return self.pool_function(inputs, window, window)
         out = inputs
         for axis, (n, o) in enumerate(zip(shape[1:-1], self.output_size), start=1):
+            if n == o:
+                continue
             index, lengths = adaptive_windows(n, o)
             out = self.reduce_windows(ops.take(out, index, axis=axis), axis + 1, lengths)
         return out
