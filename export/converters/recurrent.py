@@ -1,7 +1,7 @@
 """Converters for SimpleRNN, LSTM, GRU and Bidirectional: one native ONNX LSTM or GRU node per layer.
 
-A SimpleRNN layer becomes plain ops (see ``recurrent_loops``: onnxruntime's RNN
-kernel is slow on batches); a Bidirectional SimpleRNN stays one RNN node.
+A SimpleRNN layer (also inside Bidirectional) becomes plain ops (see
+``recurrent_loops``: onnxruntime's RNN kernel is slow on batches).
 
 ONNX recurrent ops read time-major ``(time, batch, features)`` data (onnxruntime's
 CPU kernels reject the batch-first ``layout=1``), so sequences between
@@ -266,6 +266,24 @@ def _fused_merge(ctx, mode, y, sequences, units):
     return _reduce(ctx, op_type, y, 1 if sequences else 0)
 
 
+def _one_direction(ctx, layer, sublayer, x, flip):
+    """``(output, final states)`` of one direction of Bidirectional ``layer`` on time-major ``x``.
+
+    The output is the sequence in Keras's order (processing order, flipped for the backward layer) or the last
+    state; the states are there only when the wrapper returns them.
+    """
+    sequences = layer.return_sequences
+    if isinstance(sublayer, layers.SimpleRNN):
+        sequence, last = recurrent_loops.simple_rnn(ctx, sublayer, x)  # the sequence in processing order
+        output = (_reverse_time(ctx, sequence) if flip else sequence) if sequences else last
+        return output, [last] if layer.return_state else []
+    outputs = _emit_node(ctx, [sublayer], x, "reverse" if sublayer.go_backwards else "forward")
+    states = _states(ctx, outputs, layer.return_state) if layer.return_state or not sequences else []
+    # ONNX gives the sequence in input order: processing order is reversed for go_backwards, then Keras flips.
+    output = _sequence(ctx, outputs[0], sublayer.go_backwards != flip) if sequences else states[0]
+    return output, states if layer.return_state else []
+
+
 @converter(layers.Bidirectional, opset=13, rtol=RTOL, atol=ATOL)
 def convert_bidirectional(ctx):
     """One ``direction="bidirectional"`` node when both layers agree, else one node per direction."""
@@ -274,7 +292,7 @@ def convert_bidirectional(ctx):
     x = ctx.input(0, TIME_MAJOR, dtype=forward.kernel.dtype)
     sequences = layer.return_sequences
     if (_signature(forward) == _signature(backward) and not forward.go_backwards and backward.go_backwards
-            and _activation_attributes(ctx, [forward, backward]) is not None):
+            and not isinstance(forward, layers.SimpleRNN) and _activation_attributes(ctx, [forward, backward])):
         outputs = _emit_node(ctx, [forward, backward], x, "bidirectional")
         # Per-direction final states (2, B, U) -> [forward, backward] each, for h (and c).
         if layer.return_state:
@@ -293,11 +311,9 @@ def convert_bidirectional(ctx):
     else:
         result, states = [], []
         for sublayer, flip in ((forward, False), (backward, True)):
-            outputs = _emit_node(ctx, [sublayer], x, "reverse" if sublayer.go_backwards else "forward")
-            sub_states = _states(ctx, outputs, layer.return_state) if layer.return_state or not sequences else []
-            # Keras returns processing order and then flips the backward layer's sequence.
-            result.append(_sequence(ctx, outputs[0], sublayer.go_backwards != flip) if sequences else sub_states[0])
-            states += sub_states if layer.return_state else []
+            output, sub_states = _one_direction(ctx, layer, sublayer, x, flip)
+            result.append(output)
+            states += sub_states
         if layer.merge_mode is not None:
             result = [_merge(ctx, layer.merge_mode, result[0], result[1], 3 if sequences else 2)]
     if sequences:

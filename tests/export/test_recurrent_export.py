@@ -145,8 +145,20 @@ def test_bidirectional_with_unlike_layers_uses_one_node_per_direction(build):
     model = _model(build)
     proto = to_onnx(model)
     counts = _op_counts(proto)
-    assert counts["GRU"] + counts["RNN"] == 2
+    assert counts["GRU"] + counts["Scan"] == 2 and "RNN" not in counts  # a SimpleRNN runs as a Scan
     _assert_parity(model, proto, lengths=(4,), batches=(2,))
+
+
+@pytest.mark.parametrize("steps", [None, 5])
+@pytest.mark.parametrize("merge_mode,kwargs", [("concat", {"return_sequences": True}), ("sum", {}),
+                                               (None, {"return_sequences": True, "return_state": True})])
+def test_bidirectional_simple_rnn_runs_as_plain_ops(steps, merge_mode, kwargs):
+    x = kgraph.Input(shape=(steps, 3), name="sequence")
+    model = perturb(kgraph.Model(x, L.Bidirectional(L.SimpleRNN(4, **kwargs), merge_mode=merge_mode)(x)))
+    proto = to_onnx(model)
+    counts = _op_counts(proto)
+    assert "RNN" not in counts and counts["Scan"] == (0 if steps else 2)
+    _assert_parity(model, proto, lengths=(steps or 6,), batches=(1, 3))
 
 
 @pytest.mark.parametrize("activation,recurrent_activation", [
