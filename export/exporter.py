@@ -60,14 +60,19 @@ class _Walk:
             self._nested(layer, node, values, scope)
         elif has_converter(type(layer)):
             self._convert(layer, node, values, scope, lookup(layer, self.builder.opset))
+        elif _fused(layer) is not None:
+            fused = _fused(layer)
+            self._convert(layer, node, values, scope, lookup(fused, self.builder.opset), as_layer=fused)
         else:
             self._traced(layer, node, values, scope)
 
-    def _convert(self, layer, node, values, scope, entry):
+    def _convert(self, layer, node, values, scope, entry, as_layer=None):
         if id(layer) not in self._seen:
             self._seen.add(id(layer))
-            self.layers.append(layer)
+            self.layers.append(as_layer or layer)
         ctx = ConversionContext(self.builder, node, values, scope)
+        if as_layer is not None:
+            ctx.layer = as_layer
         result = entry(ctx)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
         if len(results) != len(node.output_tensors):
@@ -124,6 +129,13 @@ class _Walk:
                 values[id(outer)] = inner[id(t)]
         for sub in layer._flatten_layers():
             sub._losses.clear()  # symbolic add_loss terms of the trace
+
+
+def _fused(layer):
+    """A layer with a native converter that computes what ``layer`` does (an RNN of one LSTM cell...), or None."""
+    equivalent = getattr(layer, "fused_equivalent", None)
+    fused = equivalent() if callable(equivalent) else None
+    return fused if fused is not None and has_converter(type(fused)) else None
 
 
 def _check_stateless(node):

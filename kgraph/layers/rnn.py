@@ -144,6 +144,31 @@ class RNN(Layer):
             return [output_mask] + [None] * len(self._sizes)
         return output_mask
 
+    def fused_equivalent(self):
+        """The SimpleRNN/LSTM/GRU layer computing what this RNN computes at inference (sharing its weights), or
+        None: an RNN of one built-in cell runs as the fused layer where an exporter has a native form for it."""
+        from kgraph import activations
+        from kgraph.layers import recurrent
+        from kgraph.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
+        kinds = {SimpleRNNCell: recurrent.SimpleRNN, LSTMCell: recurrent.LSTM, GRUCell: recurrent.GRU}
+        cell = self.cell
+        if type(cell) not in kinds or self.stateful or not cell.built:
+            return None
+        options = {"activation": activations.serialize(cell.activation), "use_bias": cell.use_bias,
+                   "return_sequences": self.return_sequences, "return_state": self.return_state,
+                   "go_backwards": self.go_backwards, "name": self.name, "dtype": cell.dtype}
+        if not isinstance(cell, SimpleRNNCell):
+            options["recurrent_activation"] = activations.serialize(cell.recurrent_activation)
+        if isinstance(cell, GRUCell):
+            options["reset_after"] = cell.reset_after
+        try:
+            fused = kinds[type(cell)](cell.units, **options)
+        except ValueError:  # an activation the fused layers do not implement
+            return None
+        fused.kernel, fused.recurrent_kernel, fused.bias = cell.kernel, cell.recurrent_kernel, cell.bias
+        fused.built = True
+        return fused
+
     def get_config(self):
         from kgraph.serialization import serialize_layer
         return {**super().get_config(), "cell": serialize_layer(self.cell),

@@ -131,3 +131,12 @@ def test_a_saved_model_with_op_nodes_exports_from_a_fresh_process(tmp_path):
     model.save(tmp_path / "ops.pkl")
     done = _cli(str(tmp_path / "ops.pkl"), "--verify")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("cell, native", [(lambda: layers.LSTMCell(3), "LSTM"), (lambda: layers.GRUCell(3), "GRU"),
+                                          (lambda: layers.GRUCell(3, reset_after=False), "GRU")])
+def test_rnn_of_one_builtin_cell_exports_as_the_native_node(cell, native):
+    inp = kgraph.Input((None, 4), name="seq")
+    model = kgraph.Model(inp, layers.Dense(2)(layers.RNN(cell(), return_sequences=True)(inp)))
+    proto = assert_parity(model, rtol=1e-4)
+    assert [node.op_type for node in proto.graph.node].count(native) == 1
