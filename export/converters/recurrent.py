@@ -181,8 +181,12 @@ def _emit_node(ctx, recurrent_layers, x, direction):
     attributes = _activation_attributes(ctx, recurrent_layers)
     if op_type == "GRU":
         attributes["linear_before_reset"] = int(first.reset_after)
-    return ctx.op(op_type, [x, w, r] + ([b] if b is not None else []), outputs=3 if op_type == "LSTM" else 2,
-                  hidden_size=first.units, direction=direction, **attributes)
+    inputs = [x, w, r] + ([b] if b is not None else [])
+    sequence_lens = getattr(ctx, "sequence_lens", None)  # set by the exporter from a right-padded mask
+    if sequence_lens is not None:
+        inputs = [x, w, r, b or "", sequence_lens]
+    return ctx.op(op_type, inputs, outputs=3 if op_type == "LSTM" else 2, hidden_size=first.units,
+                  direction=direction, **attributes)
 
 
 def _axes(ctx, *axes):
