@@ -14,6 +14,7 @@ from export import converters  # noqa: F401  (registers every converter)
 from export import writer
 from export.builder import NATIVE, GraphBuilder, Value
 from export.context import ConversionContext
+from export.masks import MaskTracker
 from export.opsets import ir_version_for, max_ir_version, resolve_opset
 from export.symbols import share_input_symbols
 from export.registry import ExportError, has_converter, lookup, lookup_op
@@ -39,18 +40,29 @@ class _Walk:
         self.builder = builder
         self.layers = []
         self._seen = set()
+        self.masks = MaskTracker()
 
     def model(self, functional, values, prefix):
         """Convert ``functional``'s nodes given ``values`` (id of KerasTensor -> Value) for its inputs."""
         for depth in sorted(functional.nodes_by_depth, reverse=True):
             for node in functional.nodes_by_depth[depth]:
                 if not node.is_input:
-                    if id(node) in functional._masked_nodes:
-                        _check_mask_free(node)
                     _check_stateless(node)
-                    self.node(node, values, prefix)
+                    if id(node) in functional._masked_nodes:
+                        self._masked(node, values, prefix)
+                    else:
+                        self.node(node, values, prefix)
 
-    def node(self, node, values, prefix):
+    def _masked(self, node, values, prefix):
+        """A node that reads or makes a mask (see export.masks)."""
+        ctx = ConversionContext(self.builder, node, values, prefix + node.outbound_layer.name)
+        if self.masks.prepare(ctx, node):
+            values[id(node.output_tensors[0])] = Value(self.masks.masked_average(ctx, node), NATIVE)
+        else:
+            self.node(node, values, prefix, sequence_lens=getattr(ctx, "sequence_lens", None))
+        self.masks.record(ctx, node, values)
+
+    def node(self, node, values, prefix, sequence_lens=None):
         """Convert one node: an op, a nested model, a layer with a converter, or a layer traced into ops."""
         layer = node.outbound_layer
         scope = prefix + layer.name
@@ -59,20 +71,22 @@ class _Walk:
         elif isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
             self._nested(layer, node, values, scope)
         elif has_converter(type(layer)):
-            self._convert(layer, node, values, scope, lookup(layer, self.builder.opset))
+            self._convert(layer, node, values, scope, lookup(layer, self.builder.opset), sequence_lens=sequence_lens)
         elif _fused(layer) is not None:
             fused = _fused(layer)
-            self._convert(layer, node, values, scope, lookup(fused, self.builder.opset), as_layer=fused)
+            self._convert(layer, node, values, scope, lookup(fused, self.builder.opset), as_layer=fused,
+                          sequence_lens=sequence_lens)
         else:
             self._traced(layer, node, values, scope)
 
-    def _convert(self, layer, node, values, scope, entry, as_layer=None):
+    def _convert(self, layer, node, values, scope, entry, as_layer=None, sequence_lens=None):
         if id(layer) not in self._seen:
             self._seen.add(id(layer))
             self.layers.append(as_layer or layer)
         ctx = ConversionContext(self.builder, node, values, scope)
         if as_layer is not None:
             ctx.layer = as_layer
+        ctx.sequence_lens = sequence_lens
         result = entry(ctx)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
         if len(results) != len(node.output_tensors):
@@ -153,26 +167,6 @@ def _check_stateless(node):
                           "`initial_state`: its converter starts from zero states. Expected a call without "
                           "initial_state, or an RNN layer with a cell (kgraph.layers.RNN(LSTMCell(...))), which "
                           "exports by tracing.")
-
-
-def _check_mask_free(node):
-    """Refuse a layer call that reads a mask: its converter would compute the unmasked result."""
-    layer = node.outbound_layer
-    reads = [t for t in node.input_tensors if t._keras_mask is not None]
-    if reads and (layer._call_accepts_mask or layer._call_mask_arguments):
-        tensor = reads[0]
-        while True:  # back to the layer that made the mask (pass-through layers keep the same mask tensor)
-            made = graph.producer(tensor)
-            same = [t for t in made.input_tensors if t._keras_mask is reads[0]._keras_mask]
-            if not same:
-                break
-            tensor = same[0]
-        source = made.outbound_layer
-        raise ExportError(
-            f"Cannot export layer '{layer.name}' ({type(layer).__name__}): it reads a mask made by layer "
-            f"'{source.name}' ({type(source).__name__}), and the exporter does not express masks in ONNX, so the "
-            "exported graph would compute the unmasked result. Expected a model without masks for export "
-            "(mask_zero=False, no Masking layer).")
 
 
 def _trace_failure(layer, err):

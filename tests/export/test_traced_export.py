@@ -87,10 +87,13 @@ def test_data_dependent_python_control_flow_is_a_clear_export_error():
 
 def test_a_layer_reading_a_mask_is_a_clear_export_error_never_a_different_model():
     inp = kgraph.Input((None,), dtype="int32", name="tokens")
-    e = layers.Embedding(20, 4, mask_zero=True, name="embed")(inp)
-    model = kgraph.Model(inp, layers.Dense(2)(layers.Bidirectional(layers.LSTM(3), name="bi")(layers.Dense(4)(e))))
-    with pytest.raises(ExportError, match=r"'bi' \(Bidirectional\): it reads a mask made by layer 'embed'"):
-        to_onnx(model)
+    e = layers.Dense(4)(layers.Embedding(20, 4, mask_zero=True, name="embed")(inp))
+    attention = layers.MultiHeadAttention(2, 2, name="mha")(e, e)
+    with pytest.raises(ExportError, match=r"'mha' \(MultiHeadAttention\): it reads a mask made by layer 'embed'"):
+        to_onnx(kgraph.Model(inp, attention))
+    carried = layers.LSTM(3, return_sequences=True, name="seq")(e)
+    with pytest.raises(ExportError, match=r"'seq' \(LSTM\).*repeats the last output"):
+        to_onnx(kgraph.Model(inp, carried))
     unmasked = kgraph.Model(inp, layers.Dense(2)(layers.Embedding(20, 4)(inp)))
     assert to_onnx(unmasked) is not None
 
@@ -114,7 +117,17 @@ def test_what_a_stateless_graph_cannot_carry_is_a_clear_error():
         to_onnx(kgraph.Model([inp, h, c], layers.LSTM(3)(inp, initial_state=[h, c])))
     dynamic = kgraph.Input((None, 4), name="seq")
     with pytest.raises(ExportError, match="fixed number of timesteps"):
-        to_onnx(kgraph.Model(dynamic, layers.RNN(layers.LSTMCell(3))(dynamic)))
+        to_onnx(kgraph.Model(dynamic, layers.RNN(HalfCell())(dynamic)))
+
+
+class HalfCell(kgraph.layers.Layer):
+    """A user cell: ``h = (x + h_prev) / 2``, with no native ONNX form (it exports by tracing, unrolled)."""
+
+    state_size = 4
+
+    def call(self, inputs, states):
+        h = (inputs + states[0]) * 0.5
+        return h, [h]
 
 
 @pytest.mark.parametrize("make", [lambda: layers.Attention(use_scale=True), lambda: layers.AdditiveAttention(),
@@ -140,3 +153,44 @@ def test_rnn_of_one_builtin_cell_exports_as_the_native_node(cell, native):
     model = kgraph.Model(inp, layers.Dense(2)(layers.RNN(cell(), return_sequences=True)(inp)))
     proto = assert_parity(model, rtol=1e-4)
     assert [node.op_type for node in proto.graph.node].count(native) == 1
+
+
+def _padded_tokens(length):
+    sequences = [[3, 4, 5], [7, 8], [1, 2, 3, 4, 5, 6], [9]]
+    out = np.zeros((len(sequences), length), "int64")
+    for i, s in enumerate(sequences):
+        out[i, :len(s)] = s
+    return out
+
+
+MASKED = {
+    "imdb": lambda e: layers.Bidirectional(layers.LSTM(3))(e),
+    "gru_pooled": lambda e: layers.GlobalAveragePooling1D()(layers.Bidirectional(
+        layers.GRU(3, return_sequences=True))(layers.Dense(4)(e))),
+    "backwards": lambda e: layers.LSTM(3, go_backwards=True)(e),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MASKED))
+def test_right_padded_masks_export_as_sequence_lengths(kind):
+    """onnxruntime runs the exported graph on right-padded tokens at two lengths; rtol/atol 1e-5 (float32)."""
+    import onnxruntime as ort
+    kgraph.utils.set_random_seed(0)
+    inp = kgraph.Input((None,), dtype="int64", name="tokens")
+    model = kgraph.Model(inp, layers.Dense(2)(MASKED[kind](layers.Embedding(20, 4, mask_zero=True)(inp))))
+    session = ort.InferenceSession(to_onnx(model).SerializeToString(), providers=["CPUExecutionProvider"])
+    for length in (6, 9):
+        tokens = _padded_tokens(length)
+        (onnx_out,) = session.run(None, {"tokens": tokens})
+        np.testing.assert_allclose(onnx_out, model.predict(tokens, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+def test_masking_layer_exports_its_mask():
+    import onnxruntime as ort
+    inp = kgraph.Input((None, 2), name="x")
+    model = kgraph.Model(inp, layers.GRU(3)(layers.Masking(mask_value=-1.0)(inp)))
+    x = np.random.default_rng(0).standard_normal((3, 5, 2)).astype("float32")
+    x[0, 3:] = -1.0
+    x[1, 1:] = -1.0
+    session = ort.InferenceSession(to_onnx(model).SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], model.predict(x, verbose=0), rtol=1e-5, atol=1e-5)

@@ -1,0 +1,123 @@
+"""Masks in the exported graph: boolean (batch, time) tensors beside the values, read as right padding.
+
+A mask made by ``Embedding(mask_zero=True)`` or ``Masking`` becomes an ONNX
+bool tensor; layers that pass it on unchanged pass its name on. Its readers:
+native LSTM/GRU nodes (a layer or a Bidirectional) take ``sequence_lens``, the
+count of unmasked steps, which is exact for masks that are true then false
+along time (sequences padded at the end, what padding before ``Embedding``
+gives); ``GlobalAveragePooling1D`` averages over the unmasked steps. Any other
+reader, or a mask made any other way, is an ``ExportError``: the exported
+graph never silently ignores a mask.
+"""
+import numpy as np
+
+import kgraph
+from kgraph import layers
+
+from export.builder import NATIVE
+from export.registry import ExportError
+
+_RECURRENT = (layers.LSTM, layers.GRU)
+
+
+def _int64(values):
+    return np.array(values, dtype=np.int64)
+
+
+def _made_by(node):
+    """The layer that made the mask ``node`` reads (walking back over layers that pass it on)."""
+    tensor = next(t for t in node.input_tensors if t._keras_mask is not None)
+    mask = tensor._keras_mask
+    while True:
+        made = kgraph.graph.producer(tensor)
+        same = [t for t in made.input_tensors if t._keras_mask is mask]
+        if not same:
+            return made.outbound_layer
+        tensor = same[0]
+
+
+def refuse(node, why):
+    layer, source = node.outbound_layer, _made_by(node)
+    raise ExportError(f"Cannot export layer '{layer.name}' ({type(layer).__name__}): it reads a mask made by layer "
+                      f"'{source.name}' ({type(source).__name__}), and {why}. Expected a model without masks for "
+                      "export (mask_zero=False, no Masking layer), or a mask read only by LSTM/GRU layers "
+                      "(also in Bidirectional) and GlobalAveragePooling1D.")
+
+
+class MaskTracker:
+    """ONNX names of the masks of the tensors converted so far (id of KerasTensor -> bool tensor name)."""
+
+    def __init__(self):
+        self.names = {}
+
+    def reads(self, node):
+        """The ONNX mask of ``node``'s first input (None if unmasked)."""
+        first = node.input_tensors[0] if node.input_tensors else None
+        return None if first is None else self.names.get(id(first))
+
+    def prepare(self, ctx, node):
+        """Before converting ``node``: give a recurrent converter its ``sequence_lens``; refuse other readers.
+
+        Returns True when this module converts the node itself (masked pooling)."""
+        layer, mask = node.outbound_layer, self.reads(node)
+        if mask is None:
+            if any(t._keras_mask is not None for t in node.input_tensors) and _reads_mask(layer):
+                refuse(node, "that mask could not be expressed in ONNX")
+            return False
+        if isinstance(layer, _RECURRENT) or (isinstance(layer, layers.Bidirectional)
+                                             and isinstance(layer.forward_layer, _RECURRENT)):
+            recurrent = layer.forward_layer if isinstance(layer, layers.Bidirectional) else layer
+            carries = layer.return_sequences and not recurrent.zero_output_for_mask
+            if carries:
+                refuse(node, "with return_sequences=True Keras repeats the last output at masked steps, which "
+                             "ONNX's sequence_lens (zeros there) does not")
+            counts = ctx.op("Cast", [mask], to=6, name="mask_as_int")  # int32
+            ctx.sequence_lens = ctx.op("ReduceSum", [counts, ctx.const(_int64([1]), name="time_axis")], keepdims=0,
+                                       name="sequence_lens")
+            return False
+        if isinstance(layer, layers.GlobalAveragePooling1D) and not layer.keepdims:
+            return True
+        if _reads_mask(layer):
+            refuse(node, "this exporter expresses masks only for LSTM/GRU and GlobalAveragePooling1D")
+        return False
+
+    def masked_average(self, ctx, node):
+        """GlobalAveragePooling1D over the unmasked steps: sum(x * m) / sum(m)."""
+        x = ctx.input(0, NATIVE)
+        dtype = ctx.output_dtype(0)
+        weights = ctx.op("Cast", [self.reads(node)], to=_onnx_float(dtype), name="mask_weights")
+        weights = ctx.op("Unsqueeze", [weights, ctx.const(_int64([2]), name="feature_axis")])
+        axis = ctx.const(_int64([1]), name="time_axis")
+        total = ctx.op("ReduceSum", [ctx.op("Mul", [x, weights]), axis], keepdims=0)
+        return ctx.op("Div", [total, ctx.op("ReduceSum", [weights, axis], keepdims=0)])
+
+    def record(self, ctx, node, values):
+        """After converting ``node``: the ONNX masks of its outputs (made, passed on, or refused)."""
+        layer = node.outbound_layer
+        for tensor in node.output_tensors:
+            mask = tensor._keras_mask
+            if mask is None:
+                continue
+            passed = [t for t in node.input_tensors if t._keras_mask is mask and id(t) in self.names]
+            if passed:
+                self.names[id(tensor)] = self.names[id(passed[0])]
+            elif isinstance(layer, layers.Embedding) and layer.mask_zero:
+                indices = ctx.op("Cast", [ctx.input(0, NATIVE)], to=7, name="indices")  # int64
+                zero = ctx.const(np.zeros((), dtype=np.int64), name="padding_index")
+                self.names[id(tensor)] = ctx.op("Not", [ctx.op("Equal", [indices, zero])], name="mask")
+            elif isinstance(layer, layers.Masking):
+                value = ctx.const(np.asarray(layer.mask_value, dtype=ctx.input_dtype(0)), name="mask_value")
+                kept = ctx.op("Cast", [ctx.op("Not", [ctx.op("Equal", [ctx.input(0, NATIVE), value])])], to=1)
+                features = ctx.const(_int64([-1]), name="feature_axis")
+                any_kept = ctx.op("ReduceMax", [kept], axes=[-1], keepdims=0) if ctx.opset < 18 else \
+                    ctx.op("ReduceMax", [kept, features], keepdims=0)
+                self.names[id(tensor)] = ctx.op("Cast", [any_kept], to=9, name="mask")  # bool
+            # Any other new mask stays unknown: a reader of it is refused in prepare().
+
+
+def _reads_mask(layer):
+    return bool(getattr(layer, "_call_accepts_mask", False) or getattr(layer, "_call_mask_arguments", ()))
+
+
+def _onnx_float(dtype):
+    return {"float16": 10, "float32": 1, "float64": 11}[str(dtype)]
