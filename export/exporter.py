@@ -59,10 +59,12 @@ class _Walk:
         if self.masks.prepare(ctx, node):
             values[id(node.output_tensors[0])] = Value(self.masks.masked_average(ctx, node), NATIVE)
         else:
-            self.node(node, values, prefix, sequence_lens=getattr(ctx, "sequence_lens", None))
+            hints = {key: getattr(ctx, key) for key in ("sequence_lens", "sequence_mask")
+                     if getattr(ctx, key, None) is not None}
+            self.node(node, values, prefix, hints)
         self.masks.record(ctx, node, values)
 
-    def node(self, node, values, prefix, sequence_lens=None):
+    def node(self, node, values, prefix, hints=None):
         """Convert one node: an op, a nested model, a layer with a converter, or a layer traced into ops."""
         layer = node.outbound_layer
         scope = prefix + layer.name
@@ -71,22 +73,22 @@ class _Walk:
         elif isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
             self._nested(layer, node, values, scope)
         elif has_converter(type(layer)):
-            self._convert(layer, node, values, scope, lookup(layer, self.builder.opset), sequence_lens=sequence_lens)
+            self._convert(layer, node, values, scope, lookup(layer, self.builder.opset), hints=hints)
         elif _fused(layer) is not None:
             fused = _fused(layer)
-            self._convert(layer, node, values, scope, lookup(fused, self.builder.opset), as_layer=fused,
-                          sequence_lens=sequence_lens)
+            self._convert(layer, node, values, scope, lookup(fused, self.builder.opset), as_layer=fused, hints=hints)
         else:
             self._traced(layer, node, values, scope)
 
-    def _convert(self, layer, node, values, scope, entry, as_layer=None, sequence_lens=None):
+    def _convert(self, layer, node, values, scope, entry, as_layer=None, hints=None):
         if id(layer) not in self._seen:
             self._seen.add(id(layer))
             self.layers.append(as_layer or layer)
         ctx = ConversionContext(self.builder, node, values, scope)
         if as_layer is not None:
             ctx.layer = as_layer
-        ctx.sequence_lens = sequence_lens
+        for key, value in (hints or {}).items():  # mask facts a converter reads (export.masks)
+            setattr(ctx, key, value)
         result = entry(ctx)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
         if len(results) != len(node.output_tensors):
@@ -118,6 +120,9 @@ class _Walk:
         kwargs = dict(node.call_kwargs)
         if layer._call_accepts_training:
             kwargs["training"] = False
+        masks = self.masks.for_trace(node)
+        if masks is not None:
+            kwargs["mask"] = masks
         with tracing.scratch():
             try:
                 inputs, outputs = tracing.trace(layer.call, node.call_args, kwargs)
@@ -131,6 +136,8 @@ class _Walk:
             except Exception as err:  # the user's code, traced: any failure becomes one clear export error
                 raise ExportError(_trace_failure(layer, err)) from err
             inner = {id(inputs[id(t)]): values[id(t)] for t in node.input_tensors if id(t) in inputs}
+            inner.update({id(inputs[key]): value for key, value in self.masks.trace_values(masks).items()
+                          if key in inputs})
             order, _ = graph.topological_nodes(set(inner), flat)
             try:
                 for inner_node in order:

@@ -49,6 +49,7 @@ class MaskTracker:
 
     def __init__(self):
         self.names = {}
+        self._pending = {}
 
     def reads(self, node):
         """The ONNX mask of ``node``'s first input (None if unmasked)."""
@@ -77,9 +78,54 @@ class MaskTracker:
             return False
         if isinstance(layer, layers.GlobalAveragePooling1D) and not layer.keepdims:
             return True
+        if isinstance(layer, layers.MultiHeadAttention):
+            ctx.sequence_mask = self._attention_mask(ctx, node)
+            return False
+        if self.for_trace(node) is not None:
+            return False
         if _reads_mask(layer):
             refuse(node, "this exporter expresses masks only for LSTM/GRU and GlobalAveragePooling1D")
         return False
+
+    def for_trace(self, node):
+        """The ``mask`` argument for tracing a layer without a converter whose ``call`` takes one: the input
+        masks as KerasTensors (their ONNX names come from ``trace_values``), or None."""
+        layer = node.outbound_layer
+        from export.registry import has_converter
+        if not getattr(layer, "_call_accepts_mask", False) or "mask" in node.call_kwargs or \
+                has_converter(type(layer)) or not node.call_args:
+            return None
+        masks = kgraph.tree.map_structure(
+            lambda t: t._keras_mask if isinstance(t, kgraph.KerasTensor) else None, node.call_args[0])
+        flat = [(t, m) for t, m in zip(kgraph.tree.flatten(node.call_args[0]), kgraph.tree.flatten(masks))
+                if m is not None]
+        if not flat or any(id(t) not in self.names for t, _ in flat):
+            return None
+        self._pending = {id(m): self.names[id(t)] for t, m in flat}
+        return masks
+
+    def trace_values(self, masks):
+        """``{id(mask KerasTensor): Value}`` for the masks ``for_trace`` gave (empty when none)."""
+        from export.builder import Value
+        if masks is None:
+            return {}
+        return {key: Value(name, NATIVE) for key, name in self._pending.items()}
+
+    def _attention_mask(self, ctx, node):
+        """MultiHeadAttention's mask from its query/value/key masks: (batch, 1, query time, value time)."""
+        arguments = {"query": node.call_args[0] if node.call_args else node.call_kwargs.get("query"),
+                     "value": node.call_args[1] if len(node.call_args) > 1 else node.call_kwargs.get("value"),
+                     "key": node.call_args[2] if len(node.call_args) > 2 else node.call_kwargs.get("key")}
+        combined = None
+        for name, axes in (("query", [1, 3]), ("value", [1, 2]), ("key", [1, 2])):
+            tensor = arguments[name]
+            mask = self.names.get(id(tensor)) if tensor is not None else None
+            if tensor is not None and tensor._keras_mask is not None and mask is None:
+                refuse(node, f"the mask of its {name} could not be expressed in ONNX")
+            if mask is not None:
+                part = ctx.op("Unsqueeze", [mask, ctx.const(_int64(axes), name=f"{name}_mask_axes")])
+                combined = part if combined is None else ctx.op("And", [combined, part])
+        return combined
 
     def masked_average(self, ctx, node):
         """GlobalAveragePooling1D over the unmasked steps: sum(x * m) / sum(m)."""

@@ -83,6 +83,9 @@ def convert_multi_head_attention(ctx):
     v = _heads(ctx, value, layer.value_kernel, layer.value_bias, 1.0, [0, 2, 1, 3])
     scores = ctx.op("MatMul", [q, k])
     mask = _attention_mask(ctx, node, positional)
+    padding = getattr(ctx, "sequence_mask", None)  # from the query/value masks (export.masks)
+    if padding is not None:
+        mask = padding if mask is None else ctx.op("And", [mask, padding])
     if node.call_kwargs.get("use_causal_mask"):
         causal = _causal_mask(ctx, query, value)
         mask = causal if mask is None else ctx.op("And", [mask, causal])

@@ -88,9 +88,9 @@ def test_data_dependent_python_control_flow_is_a_clear_export_error():
 def test_a_layer_reading_a_mask_is_a_clear_export_error_never_a_different_model():
     inp = kgraph.Input((None,), dtype="int32", name="tokens")
     e = layers.Dense(4)(layers.Embedding(20, 4, mask_zero=True, name="embed")(inp))
-    attention = layers.MultiHeadAttention(2, 2, name="mha")(e, e)
-    with pytest.raises(ExportError, match=r"'mha' \(MultiHeadAttention\): it reads a mask made by layer 'embed'"):
-        to_onnx(kgraph.Model(inp, attention))
+    simple = layers.SimpleRNN(2, name="simple")(e)
+    with pytest.raises(ExportError, match=r"'simple' \(SimpleRNN\): it reads a mask made by layer 'embed'"):
+        to_onnx(kgraph.Model(inp, simple))
     carried = layers.LSTM(3, return_sequences=True, name="seq")(e)
     with pytest.raises(ExportError, match=r"'seq' \(LSTM\).*repeats the last output"):
         to_onnx(kgraph.Model(inp, carried))
@@ -194,3 +194,19 @@ def test_masking_layer_exports_its_mask():
     x[1, 1:] = -1.0
     session = ort.InferenceSession(to_onnx(model).SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, {"x": x})[0], model.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("attend", [lambda e: layers.MultiHeadAttention(2, 3)(e, e),
+                                    lambda e: layers.Attention(use_scale=True)([e, e]),
+                                    lambda e: layers.AdditiveAttention()([e, e])])
+def test_masked_attention_exports(attend):
+    import onnxruntime as ort
+    kgraph.utils.set_random_seed(0)
+    inp = kgraph.Input((None,), dtype="int64", name="tokens")
+    e = layers.Embedding(20, 4, mask_zero=True)(inp)
+    model = kgraph.Model(inp, layers.Dense(2)(layers.GlobalAveragePooling1D()(attend(e))))
+    session = ort.InferenceSession(to_onnx(model).SerializeToString(), providers=["CPUExecutionProvider"])
+    for length in (6, 9):
+        tokens = _padded_tokens(length)
+        np.testing.assert_allclose(session.run(None, {"tokens": tokens})[0], model.predict(tokens, verbose=0),
+                                   rtol=1e-5, atol=1e-5)
