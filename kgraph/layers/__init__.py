@@ -40,6 +40,8 @@ from kgraph.layers.convolutional3d import (AveragePooling3D, AvgPool3D, Conv3D, 
 from kgraph.layers.conv_transpose import (Conv1DTranspose, Conv3DTranspose, Convolution1DTranspose,
                                           Convolution3DTranspose)
 from kgraph.layers.conv1d_variants import DepthwiseConv1D, SeparableConv1D, SeparableConvolution1D
+from kgraph.layers.grouped_query_attention import GroupQueryAttention
+from kgraph.layers.spectral_normalization import SpectralNormalization
 from kgraph.layers.adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D,
                                             AdaptiveAveragePooling3D, AdaptiveMaxPooling1D, AdaptiveMaxPooling2D,
                                             AdaptiveMaxPooling3D)
