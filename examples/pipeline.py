@@ -104,7 +104,8 @@ def main():
     import tritonclient.http as httpclient
     port = free_port()
     print(f"== 4. serving {repo} on 127.0.0.1:{port}")
-    server = subprocess.Popen([sys.executable, "-m", "serve", repo, "--port", str(port)])
+    # REST only: the example's client speaks HTTP, and the gRPC default port (8001) may be taken.
+    server = subprocess.Popen([sys.executable, "-m", "serve", repo, "--port", str(port), "--grpc-port", "0"])
     try:
         client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
         wait_ready(client, server)
