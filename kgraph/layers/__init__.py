@@ -36,7 +36,7 @@ from kgraph.layers.normalization_extra import GroupNormalization, RMSNormalizati
 from kgraph.layers.regularization import ActivityRegularization, AlphaDropout, GaussianDropout, GaussianNoise
 from kgraph.layers.convolutional3d import (AveragePooling3D, AvgPool3D, Conv3D, Convolution3D, Cropping3D,
                                            GlobalAveragePooling3D, GlobalAvgPool3D, GlobalMaxPool3D, GlobalMaxPooling3D,
-                                           MaxPool3D, MaxPooling3D, UpSampling3D, ZeroPadding3D)
+                                           MaxPool3D, MaxPooling3D, SpatialDropout3D, UpSampling3D, ZeroPadding3D)
 from kgraph.layers.conv_transpose import (Conv1DTranspose, Conv3DTranspose, Convolution1DTranspose,
                                           Convolution3DTranspose)
 from kgraph.layers.conv1d_variants import DepthwiseConv1D, SeparableConv1D, SeparableConvolution1D

@@ -1,6 +1,9 @@
-"""The 3D layers of volumes ``(batch, d1, d2, d3, channels)``: Conv3D, pooling, padding, cropping, upsampling."""
+"""The 3D layers of volumes ``(batch, d1, d2, d3, channels)``: Conv3D, pooling, padding, cropping, upsampling,
+spatial dropout."""
 from kgraph import ops
-from kgraph.layers.convolutional import BaseConv
+from kgraph.input_spec import InputSpec
+from kgraph.layers.convolutional import BaseConv, check_data_format
+from kgraph.layers.core import Dropout
 from kgraph.layers.pooling import BasePooling, GlobalPooling
 from kgraph.layers.spatial import _Cropping, _Spatial, _ZeroPadding
 from kgraph.ops.windows import normalize_tuple
@@ -91,6 +94,21 @@ class Cropping3D(_Cropping):
 
     def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
         super().__init__(cropping, data_format=data_format, **kwargs)
+
+
+class SpatialDropout3D(Dropout):
+    """Dropout of entire channels of a volume: one draw per example and channel."""
+
+    def __init__(self, rate, data_format=None, seed=None, **kwargs):
+        super().__init__(rate, noise_shape=(None, 1, 1, 1, None), seed=seed, **kwargs)
+        self.data_format = check_data_format(self, data_format)
+        self.input_spec = InputSpec(ndim=5)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("noise_shape", None)
+        config["data_format"] = self.data_format
+        return config
 
 
 Convolution3D = Conv3D

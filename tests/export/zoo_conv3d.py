@@ -12,7 +12,8 @@ def _model(shape, build, name):
 
 @register_zoo_model("volume_cnn")
 def volume_cnn():
-    """A small 3D CNN: Conv3D (relu, fused with MaxPooling3D natively), padding, cropping, upsampling, pools."""
+    """A small 3D CNN: Conv3D (relu, fused with MaxPooling3D natively), padding, cropping, upsampling, pools,
+    spatial dropout."""
     def build(x):
         h = L.MaxPooling3D()(L.Conv3D(4, 3, padding="same", activation="relu")(x))
         h = L.Cropping3D(((1, 0), (0, 1), (1, 1)))(L.ZeroPadding3D(((1, 1), (0, 1), (2, 0)))(h))
@@ -21,7 +22,7 @@ def volume_cnn():
                 L.AveragePooling3D((2, 1, 2), strides=1, padding="same")(up), L.MaxPooling3D(3, strides=2,
                                                                                             padding="same")(x),
                 L.Conv3D(4, 2, dilation_rate=(1, 2, 1), groups=2, use_bias=False, activation="tanh")(x),
-                L.UpSampling3D()(x), L.ZeroPadding3D(1)(x), L.Cropping3D(1)(x)]
+                L.UpSampling3D()(x), L.ZeroPadding3D(1)(x), L.Cropping3D(1)(x), L.SpatialDropout3D(0.3)(h)]
     return _model((4, 6, 5, 2), build, "volume_cnn")
 
 

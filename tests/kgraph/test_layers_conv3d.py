@@ -124,6 +124,16 @@ def test_shape_layers_3d_pad_crop_and_repeat():
         layers.Cropping3D(((2, 1), (0, 0), (0, 0)))(x)
 
 
+def test_spatial_dropout3d_drops_whole_channels_in_training_only():
+    x = np.ones((4, 2, 3, 2, 8), "float32")
+    layer = layers.SpatialDropout3D(0.5, seed=3)
+    np.testing.assert_array_equal(layer(x), x)
+    out = np.asarray(layer(x, training=True))
+    per_channel = out.reshape(4, -1, 8)
+    assert np.all(per_channel == per_channel[:, :1]) and set(np.unique(out)) == {0.0, 2.0}
+    assert layer.get_config()["data_format"] == "channels_last" and "noise_shape" not in layer.get_config()
+
+
 def test_conv3d_then_max_pooling3d_runs_fused_in_a_model_with_the_same_values_and_gradients(float64):
     x = kgraph.Input((4, 5, 4, 2))
     conv = layers.Conv3D(3, 2, padding="same", activation="relu")
