@@ -122,8 +122,18 @@ class Sequential(Model):
     outputs = property(lambda self: self.functional.outputs)
     input_layers = property(lambda self: self.functional.input_layers)
     output_layers = property(lambda self: self.functional.output_layers)
-    input_names = property(lambda self: self.functional.input_names)
-    output_names = property(lambda self: self.functional.output_names)
+
+    @property
+    def input_names(self):
+        """The input's name ([] until the model is built: the first data it sees builds it)."""
+        return [] if self._last_output is None else self.functional.input_names
+
+    @property
+    def output_names(self):
+        """The one output's name: the last layer's (known before the model is built, so it can compile)."""
+        if self._last_output is None and self._layers:
+            return [self._layers[-1].name]
+        return self.functional.output_names
     nodes_by_depth = property(lambda self: self.functional.nodes_by_depth)
     layers_by_depth = property(lambda self: self.functional.layers_by_depth)
     input = property(lambda self: self.functional.input)

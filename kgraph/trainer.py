@@ -76,10 +76,10 @@ class Trainer:
 
     def train_step(self, xs, ys, sample_weights):
         from kgraph.autodiff import GradientTape
-        variables = self.trainable_weights
         with GradientTape() as tape:
             preds = self._forward(xs, training=True)
             total, per_output = self.compute_loss(ys, preds, sample_weights)
+        variables = self.trainable_weights  # after the forward pass, which builds a model given no input shape
         grads = tape.gradient(total, variables)
         self.optimizer.apply(grads, variables)
         return self._compiled.update_metrics(ys, preds, sample_weights, total, per_output, len(xs[0]))

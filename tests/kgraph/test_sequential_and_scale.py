@@ -70,3 +70,13 @@ def test_hundred_thousand_layer_chain_builds_and_runs():
     out = model.predict(np.array([[3.0]], "float32"), verbose=0)
     np.testing.assert_array_equal(out, [[3.0]])
     assert time.perf_counter() - start < 120  # a generous bound: this graph only has to finish
+
+
+def test_sequential_without_input_shape_compiles_and_learns_from_its_first_step():
+    model = kgraph.Sequential([layers.Dense(8, activation="tanh"), layers.Dense(1)])
+    model.compile(optimizer=kgraph.optimizers.SGD(0.1), loss="mse")
+    x = np.random.default_rng(0).standard_normal((64, 3)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    history = model.fit(x, y, epochs=3, batch_size=64, verbose=0)
+    losses = history.history["loss"]
+    assert losses[1] < losses[0] and losses[2] < losses[1]
