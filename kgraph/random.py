@@ -1,4 +1,4 @@
-"""The single random generator behind weight init, shuffling and dropout."""
+"""The random generator behind weight init, shuffling and dropout, and Keras's ``keras.random`` functions."""
 import random as _py_random
 
 import numpy as np
@@ -17,3 +17,83 @@ def set_seed(seed):
     _generator = np.random.default_rng(seed)
     _py_random.seed(seed)
     np.random.seed(seed % (2**32))
+
+
+class SeedGenerator:
+    """Keras's SeedGenerator: a generator of its own, so a layer's draws repeat when seeded."""
+
+    def __init__(self, seed=None, name=None):
+        self.name = name or "seed_generator"
+        self._rng = np.random.default_rng(seed)
+
+    def next(self):
+        return self._rng
+
+
+def _source(seed):
+    """The generator for a ``seed`` argument: an int (a fresh seeded one), a SeedGenerator, or None (global)."""
+    if seed is None:
+        return _generator
+    if isinstance(seed, SeedGenerator):
+        return seed.next()
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return np.random.default_rng(int(seed))
+    raise ValueError(f"`seed` must be None, an int or a kgraph.random.SeedGenerator. Received: seed={seed!r}")
+
+
+def _shape(shape):
+    shape = tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)
+    if any(d is None for d in shape):
+        raise ValueError(f"Random values need a fully known shape. Received: shape={shape}")
+    return tuple(int(d) for d in shape)
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Samples from a normal distribution."""
+    return (_source(seed).standard_normal(_shape(shape)) * stddev + mean).astype(dtype or "float32")
+
+
+def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+    """Samples from a uniform distribution on ``[minval, maxval)``."""
+    return _source(seed).uniform(minval, maxval, _shape(shape)).astype(dtype or "float32")
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Normal samples redrawn until within two standard deviations of the mean."""
+    rng, size = _source(seed), _shape(shape)
+    values = rng.standard_normal(size)
+    outside = np.abs(values) > 2.0
+    while outside.any():
+        values[outside] = rng.standard_normal(int(outside.sum()))
+        outside = np.abs(values) > 2.0
+    return (values * stddev + mean).astype(dtype or "float32")
+
+
+def randint(shape, minval, maxval, dtype="int32", seed=None):
+    """Integers drawn uniformly from ``[minval, maxval)``."""
+    return _source(seed).integers(minval, maxval, _shape(shape)).astype(dtype)
+
+
+def shuffle(x, axis=0, seed=None):
+    """``x`` with its entries along ``axis`` in a random order."""
+    x = np.asarray(x)
+    return np.take(x, _source(seed).permutation(x.shape[axis]), axis=axis)
+
+
+def dropout(inputs, rate, noise_shape=None, seed=None):
+    """Zeroes entries with probability ``rate`` and scales the rest by ``1 / (1 - rate)`` (differentiable)."""
+    from kgraph import ops
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"`rate` must be in [0, 1). Received: rate={rate!r}")
+    shape = np.shape(inputs) if noise_shape is None else tuple(noise_shape)
+    keep = (_source(seed).random(shape) >= rate).astype(np.asarray(inputs).dtype) / (1.0 - rate)
+    return ops.multiply(inputs, keep)
+
+
+def categorical(logits, num_samples, dtype="int32", seed=None):
+    """For each row of ``logits``, ``num_samples`` class indices drawn from its softmax."""
+    logits = np.asarray(logits, dtype="float64")
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    rng = _source(seed)
+    return np.stack([rng.choice(p.shape[-1], size=num_samples, p=p) for p in probabilities]).astype(dtype)
