@@ -224,7 +224,9 @@ class Trainer:
                     break
             epoch_logs = dict(logs)
             if val_iterator is not None and (epoch + 1) % validation_freq == 0:
-                val_logs = self._evaluate_epoch(val_iterator, None)
+                cl.on_test_begin()  # as Keras: callbacks see the validation run (the progress bar stays quiet)
+                val_logs = self._evaluate_epoch(val_iterator, cl)
+                cl.on_test_end(val_logs)
                 epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cl.on_epoch_end(epoch, epoch_logs)
             if self.stop_training or iterator.ran_out:

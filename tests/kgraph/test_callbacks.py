@@ -221,3 +221,27 @@ def test_fit_with_callbacks_end_to_end(tmp_path, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.fit(x, y, epochs=1, batch_size=64, verbose=0, callbacks=[callbacks.ReduceLROnPlateau(monitor="loss")])
+
+
+def test_fit_validation_calls_the_test_hooks():
+    class Hooks(kgraph.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.events = []
+
+        def on_test_begin(self, logs=None):
+            self.events.append("begin")
+
+        def on_test_batch_end(self, batch, logs=None):
+            self.events.append("batch")
+
+        def on_test_end(self, logs=None):
+            self.events.append(("end", sorted(logs)))
+
+    inp = kgraph.Input((2,))
+    model = kgraph.Model(inp, kgraph.layers.Dense(1)(inp))
+    model.compile(optimizer="sgd", loss="mse")
+    hooks = Hooks()
+    x, y = np.ones((8, 2), "float32"), np.ones((8, 1), "float32")
+    model.fit(x, y, validation_data=(x, y), batch_size=4, epochs=2, verbose=0, callbacks=[hooks])
+    assert hooks.events == ["begin", "batch", "batch", ("end", ["loss"])] * 2
