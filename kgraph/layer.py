@@ -104,14 +104,6 @@ class Layer(Operation):
         return out
 
     @property
-    def inbound_nodes(self):
-        return self._inbound_nodes
-
-    @property
-    def outbound_nodes(self):
-        return self._outbound_nodes
-
-    @property
     def compute_dtype(self):
         return self.dtype
 
