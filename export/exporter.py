@@ -23,14 +23,55 @@ BATCH = "batch"
 
 
 def functional_of(model):
-    """The Functional graph of a Functional or Sequential model."""
+    """The Functional graph of a model: its own, or for a subclassed Model its ``call`` traced once."""
     if isinstance(model, kgraph.Sequential):
         return model.functional
     if isinstance(model, kgraph.Functional):
         return model
-    raise ExportError(f"Expected a Functional or Sequential kgraph model (a graph of layer calls). Received "
-                      f"{type(model).__name__} '{getattr(model, 'name', model)}'; a subclassed Model's `call` "
-                      "is Python code with no graph to export.")
+    if not isinstance(model, kgraph.Model):
+        raise ExportError(f"Expected a kgraph model. Received {type(model).__name__} "
+                          f"'{getattr(model, 'name', model)}'.")
+    cached = model.__dict__.get("_traced_functional")
+    if cached is None:
+        cached = _trace_subclassed(model)
+        object.__setattr__(model, "_traced_functional", cached)
+    return cached
+
+
+def _trace_subclassed(model):
+    """A subclassed Model's ``call`` on symbolic inputs of the shapes it was first called with, as a Functional.
+
+    As when Keras calls a model on ``Input`` tensors, its layers record these calls as nodes."""
+    shapes = model._build_input_shape
+    if shapes is None:
+        raise ExportError(f"Model '{model.name}' ({type(model).__name__}) has never been called, so its input "
+                          "shapes are unknown. Expected a model called once on data (or trained) before export.")
+    is_shape = lambda v: isinstance(v, tuple) and all(d is None or isinstance(d, int) for d in v)  # noqa: E731
+    counter = iter(range(1 << 30))
+
+    def placeholder(shape):
+        return kgraph.Input(batch_shape=(None,) + tuple(shape[1:]), dtype=model.compute_dtype,
+                            name=f"input_{next(counter)}" if not is_shape(shapes) else "input")
+    inputs = placeholder(shapes) if is_shape(shapes) else _map_shapes(placeholder, shapes, is_shape)
+    kwargs = {"training": False} if model._call_accepts_training else {}
+    try:
+        outputs = model.call(inputs, **kwargs)
+        flat = kgraph.tree.flatten(outputs)
+        if not flat or not all(isinstance(t, kgraph.KerasTensor) for t in flat):
+            raise TypeError(f"`call` returned {outputs!r} for symbolic inputs; expected KerasTensors")
+    except ExportError:
+        raise
+    except Exception as err:  # the user's code, traced: any failure becomes one clear export error
+        raise ExportError(_trace_failure(model, err)) from err
+    return kgraph.Functional(inputs, outputs, name=model.name)
+
+
+def _map_shapes(fn, structure, is_shape):
+    if is_shape(structure):
+        return fn(structure)
+    if isinstance(structure, dict):
+        return {k: _map_shapes(fn, v, is_shape) for k, v in structure.items()}
+    return type(structure)(_map_shapes(fn, v, is_shape) for v in structure)
 
 
 class _Walk:

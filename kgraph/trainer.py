@@ -44,6 +44,13 @@ class Trainer:
         names = getattr(self, "input_names", None)
         return list(names) if names else ["input"]
 
+    def _x_names(self, x):
+        """The input names to match ``x`` against; a subclassed model takes a list of arrays as it comes."""
+        names = self._input_names()
+        if names == ["input"] and isinstance(x, (list, tuple)) and len(x) > 1:
+            return [f"input_{i}" for i in range(len(x))]
+        return names
+
     def _require_compiled(self, what):
         if not self.compiled:
             raise RuntimeError(f"You must call `compile()` on model '{self.name}' before calling `{what}()`.")
@@ -91,7 +98,7 @@ class Trainer:
 
     # ----- data --------------------------------------------------------------------
     def _prepare(self, x, y, sample_weight, class_weight=None, need_y=True):
-        xs = data.flatten_by_names(x, self._input_names(), "x")
+        xs = data.flatten_by_names(x, self._x_names(x), "x")
         ys = data.flatten_by_names(y, self._output_names(), "y") if y is not None else None
         if need_y and ys is None:
             raise ValueError(f"Model '{self.name}' needs targets: `y` was not provided.")
@@ -333,5 +340,5 @@ class Trainer:
 
     def predict_on_batch(self, x):
         """Model outputs for one batch."""
-        xs = data.flatten_by_names(x, self._input_names(), "x")
+        xs = data.flatten_by_names(x, self._x_names(x), "x")
         return self._pack_outputs(self._forward(xs, training=False))

@@ -210,3 +210,40 @@ def test_masked_attention_exports(attend):
         tokens = _padded_tokens(length)
         np.testing.assert_allclose(session.run(None, {"tokens": tokens})[0], model.predict(tokens, verbose=0),
                                    rtol=1e-5, atol=1e-5)
+
+
+class Classifier(kgraph.Model):
+    """A subclassed model as the Keras guides write them: layers in __init__, Python in call."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = layers.Dense(8, activation="relu")
+        self.dropout = layers.Dropout(0.5)
+        self.head = layers.Dense(3)
+
+    def call(self, x, training=False):
+        return ops.softmax(self.head(self.dropout(self.hidden(x), training=training)) + x[:, :3])
+
+
+class TwoInputs(kgraph.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = layers.Dense(2)
+
+    def call(self, inputs):
+        a, b = inputs
+        return self.dense(a) * b
+
+
+def test_subclassed_models_export_by_tracing_their_call():
+    kgraph.utils.set_random_seed(0)
+    model = Classifier()
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.random.rand(16, 4).astype("float32"), np.random.rand(16, 3).astype("float32"), verbose=0)
+    proto = assert_parity(model)
+    assert [node.op_type for node in proto.graph.node] == ["Gemm", "Relu", "Gemm", "Slice", "Add", "Softmax"]
+    two = TwoInputs()
+    two([np.ones((2, 3), "float32"), np.ones((2, 2), "float32")])
+    assert [i.name for i in assert_parity(two).graph.input] == ["input_0", "input_1"]
+    with pytest.raises(ExportError, match="never been called"):
+        to_onnx(Classifier())
