@@ -112,14 +112,20 @@ def model_payload(model):
 
 
 def save_model(model, filepath, overwrite=True):
-    """Save ``model`` to ``filepath`` (a ``.pkl`` file), atomically."""
+    """Save ``model`` to ``filepath`` (a ``.pkl`` file, or a Keras 3 ``.keras`` archive), atomically."""
     filepath = os.fspath(filepath)
+    if filepath.endswith(".keras"):
+        from kgraph.keras_format import save_keras_model
+        return save_keras_model(model, filepath, overwrite=overwrite)
     _check_overwrite(filepath, overwrite)
     atomic_write(filepath, pickle.dumps(model_payload(model), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def load_model(filepath, custom_objects=None, compile=True):
-    """Load a model saved by ``model.save()``; only plain data and numeric arrays are accepted."""
+    """Load a model saved by ``model.save()`` or a Keras 3 ``.keras`` archive; no code from the file ever runs."""
+    if os.fspath(filepath).endswith(".keras"):
+        from kgraph.keras_format import load_keras_model
+        return load_keras_model(filepath, custom_objects)
     payload = safe_loads(_read(filepath), os.fspath(filepath))
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ValueError(f"Cannot load '{os.fspath(filepath)}': it is not a kgraph model file.")

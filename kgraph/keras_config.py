@@ -1,0 +1,178 @@
+"""Keras 3 configs (``config.json`` of a ``.keras`` archive) -> kgraph's serialized layers.
+
+Keras writes every object as ``{"module", "class_name", "config", "registered_name"}``. Classes are looked up
+by name in kgraph's own registries (layers, ``kgraph.ops``, initializers, regularizers); no module named in the
+file is ever imported, so reading a config never runs code from it.
+"""
+import inspect
+import warnings
+
+from kgraph import initializers
+from kgraph.layer import get_registered_layer
+from kgraph.ops.operations import get_op_class
+from kgraph.serialization import OPS_MODULE
+
+_PLAIN_FORMS = ("__keras_tensor__", "__tuple__", "__slice__", "__numpy__", "__ellipsis__")
+_MODEL_CLASSES = ("Functional", "Sequential", "Model")
+_MIXED_PREFIXES = ("mixed_", "int8", "int4", "float8", "gptq", "awq")
+
+
+def _unknown(kind, data, path):
+    name = data.get("class_name")
+    module = f" (module '{data['module']}')" if data.get("module") else ""
+    return ValueError(f"Unknown {kind} class '{name}'{module} at {path} of the .keras config: kgraph has no "
+                      f"built-in class of that name. If it is a custom class, pass it when loading: "
+                      f"`custom_objects={{'{name}': {name}}}`.")
+
+
+def _is_object(value):
+    return isinstance(value, dict) and "class_name" in value and "config" in value
+
+
+def _module(data):
+    return data.get("module") or ""
+
+
+def layer_from_keras(data, custom_objects, path="config"):
+    """One Keras-serialized layer, model or op as kgraph's ``{"class_name", "config"[, "module"]}``."""
+    if not _is_object(data):
+        raise ValueError(f"Expected a Keras object with 'class_name' and 'config' at {path} of the .keras config. "
+                         f"Received: {str(data)[:200]}")
+    class_name = data["class_name"]
+    custom = custom_objects.get(class_name) or custom_objects.get(data.get("registered_name"))
+    if custom is not None:
+        return {"class_name": class_name, "config": _value(data["config"], custom_objects, path)}
+    if _module(data).startswith(("keras.src.ops.", "keras.ops")):
+        if get_op_class(class_name) is None:
+            raise _unknown("operation", data, path)
+        return {"class_name": class_name, "module": OPS_MODULE,
+                "config": _value(data["config"], custom_objects, path)}
+    if class_name in _MODEL_CLASSES:
+        return _model_from_keras(data, custom_objects, path)
+    cls = get_registered_layer(class_name)
+    if cls is None or not _module(data).startswith("keras"):
+        raise _unknown("layer", data, path)
+    config = _value(data["config"], custom_objects, f"{path}['{class_name}']")
+    return {"class_name": class_name, "config": _supported_arguments(cls, config, path)}
+
+
+def _model_from_keras(data, custom_objects, path):
+    config = data["config"]
+    layers = []
+    for i, entry in enumerate(config.get("layers", [])):
+        layer = layer_from_keras(entry, custom_objects, f"{path}.layers[{i}]")
+        if "name" in entry:
+            layer["name"] = entry["name"]
+        if "inbound_nodes" in entry:
+            layer["inbound_nodes"] = _value(entry["inbound_nodes"], custom_objects, f"{path}.layers[{i}]")
+        if layer.get("module") == OPS_MODULE:
+            _arguments_to_calls(layer)
+        layers.append(layer)
+    if data["class_name"] == "Sequential":
+        out = {"class_name": "Sequential", "config": {"name": config.get("name"), "layers": layers,
+                                                      "trainable": config.get("trainable", True)}}
+        shape = (data.get("build_config") or {}).get("input_shape") or config.get("build_input_shape")
+        if shape is not None and not any(entry["class_name"] == "InputLayer" for entry in layers):
+            out["build_config"] = {"input_shape": shape}
+        return out
+    kept = {k: config[k] for k in ("name", "trainable", "input_layers", "output_layers") if k in config}
+    return {"class_name": "Functional", "config": {**kept, "layers": layers}}
+
+
+def _arguments_to_calls(op):
+    """Keras ops hold their non-tensor arguments in the config; kgraph ops take them in each call."""
+    config = op["config"]
+    keywords = {k: v for k, v in config.items() if k != "name"}
+    op["config"] = {"name": config.get("name")}
+    for node in op.get("inbound_nodes", []):
+        node["kwargs"] = {**keywords, **node.get("kwargs", {})}
+
+
+def _value(value, custom_objects, path):
+    """Translate the Keras objects inside one config value (dtype policies, initializers, nested layers...)."""
+    if isinstance(value, list):
+        return [_value(v, custom_objects, path) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if not _is_object(value):
+        return {k: _value(v, custom_objects, f"{path}.{k}") for k, v in value.items()}
+    class_name, module = value["class_name"], _module(value)
+    if class_name in _PLAIN_FORMS:
+        return {"class_name": class_name, "config": _value(value["config"], custom_objects, path)}
+    if class_name == "__lambda__":
+        raise ValueError(f"Refusing to load the Python bytecode stored at {path} of the .keras config (a `lambda`): "
+                         "kgraph never runs code from a model file. Re-create the function in code and pass it "
+                         "by name in `custom_objects`.")
+    if class_name.endswith("DTypePolicy"):
+        return _dtype(value, path)
+    if module.startswith(("keras.initializers", "keras.src.initializers")):
+        return _initializer(value, path)
+    if module.startswith(("keras.regularizers", "keras.src.regularizers")):
+        if class_name not in ("L1", "L2", "L1L2"):
+            raise _unknown("regularizer", value, path)
+        return {"class_name": class_name, "config": value["config"]}
+    if module.startswith(("keras.constraints", "keras.src.constraints")):
+        warnings.warn(f"kgraph does not apply weight constraints: {class_name} at {path} of the .keras config is "
+                      "dropped (predictions are unchanged; training will not enforce it).", stacklevel=2)
+        return None
+    if class_name == "function":
+        if module.startswith(("keras.activations", "keras.src.activations")):
+            return value["config"]
+        if value["config"] in custom_objects:
+            return custom_objects[value["config"]]
+        return {k: value[k] for k in ("module", "class_name", "config") if k in value}
+    return layer_from_keras(value, custom_objects, path)
+
+
+def _dtype(value, path):
+    name = value["config"].get("name")
+    if not isinstance(name, str) or name.startswith(_MIXED_PREFIXES):
+        raise ValueError(f"kgraph supports plain float/int dtype policies only. Received: dtype policy "
+                         f"{name!r} ({value['class_name']}) at {path} of the .keras config.")
+    return name
+
+
+def _initializer(value, path):
+    class_name = value["class_name"]
+    try:
+        cls = type(initializers.get({"class_name": class_name, "config": {}}))
+    except (ValueError, TypeError):
+        raise _unknown("initializer", value, path) from None
+    accepted = _parameters(cls)
+    config = {k: v for k, v in value["config"].items() if v is not None or k in accepted}
+    extra = sorted(set(config) - accepted)
+    if extra:
+        raise ValueError(f"Initializer {class_name} at {path} of the .keras config uses arguments kgraph does not "
+                         f"support: {extra}. Received: {value['config']}")
+    return {"class_name": class_name, "config": config}
+
+
+def _parameters(cls):
+    """Constructor argument names of ``cls``, following ``**kwargs`` up the class hierarchy."""
+    names = set()
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(klass.__init__).parameters
+        names.update(n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and n != "self")
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            break
+    return names
+
+
+def _supported_arguments(cls, config, path):
+    """``config`` without Keras arguments kgraph lacks, when they are left at values that change nothing."""
+    accepted = _parameters(cls)
+    out = {}
+    for key, value in config.items():
+        if key in accepted:
+            out[key] = value
+        elif value not in (None, False, 0, 0.0, [], {}) and not _inert(cls, key, value):
+            raise ValueError(f"Layer '{config.get('name')}' ({cls.__name__}) at {path} of the .keras config uses "
+                             f"`{key}={value!r}`, which kgraph does not support.")
+    return out
+
+
+def _inert(cls, key, value):
+    """Keras arguments whose saved value has no effect unless another, unset argument enables them."""
+    return (key, value) == ("renorm_momentum", 0.99)

@@ -1,0 +1,40 @@
+"""Keras 3 ``.keras`` files: ``load_keras_model`` reads one into a kgraph model, ``save_keras_model`` writes one."""
+import datetime
+import os
+
+from kgraph import keras_archive, keras_weights
+from kgraph.keras_config import layer_from_keras
+from kgraph.keras_config_writer import model_to_keras
+
+KERAS_FORMAT_VERSION = "3.15.1"
+
+
+def load_keras_model(filepath, custom_objects=None):
+    """Load a Keras 3 ``.keras`` archive, uncompiled; no code from the file runs, unknown classes need ``custom_objects``."""
+    source = os.fspath(filepath)
+    keras_weights.h5py_module()
+    config, _, weights = keras_archive.read_archive(source)
+    from kgraph.serialization import deserialize_layer
+    data = layer_from_keras(config, dict(custom_objects or {}))
+    model = deserialize_layer(data, custom_objects)
+    if not hasattr(model, "layers"):
+        raise ValueError(f"Cannot load '{source}': it holds a {config.get('class_name')}, not a model.")
+    if weights is not None:
+        keras_weights.read_weights(model, weights, source)
+    elif model.weights:
+        raise ValueError(f"Cannot load '{source}': the archive has no {keras_archive.WEIGHTS} for the model's "
+                         f"{len(model.weights)} weights.")
+    return model
+
+
+def save_keras_model(model, filepath, overwrite=True):
+    """Write ``model`` as a ``.keras`` archive that Keras 3 loads with ``keras.saving.load_model``."""
+    from kgraph import __version__
+    from kgraph.saving import atomic_write
+    filepath = os.fspath(filepath)
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError(f"{filepath} already exists and overwrite=False.")
+    metadata = {"keras_version": KERAS_FORMAT_VERSION, "kgraph_version": __version__,
+                "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
+    payload = keras_archive.archive_bytes(model_to_keras(model), metadata, keras_weights.weights_bytes(model))
+    atomic_write(filepath, payload)

@@ -1,0 +1,142 @@
+"""``model.weights.h5`` of a ``.keras`` archive <-> kgraph variables, by the h5 paths Keras 3 gives them.
+
+Keras stores each layer's own variables at ``<path>/vars/<i>``; a model's layers sit under ``layers/<name>``
+where ``<name>`` is the snake-cased class name, numbered per model in layer order (``dense``, ``dense_1``),
+and sub-layers under the attribute that holds them (``lstm/cell``, ``bidirectional/forward_layer/cell``,
+``multi_head_attention/query_dense``). kgraph layers keep Keras's variable order, so each group lines up.
+"""
+import io
+import re
+
+import numpy as np
+
+from kgraph.layers.bidirectional import Bidirectional
+from kgraph.layers.multi_head_attention import MultiHeadAttention
+from kgraph.layers.recurrent_base import RecurrentBase
+from kgraph.layers.rnn import RNN, TimeDistributed
+from kgraph.layers.rnn_cells import StackedRNNCells
+
+_ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
+
+
+def h5py_module():
+    """``h5py``, or an ImportError naming the extra that installs it."""
+    try:
+        import h5py
+    except ImportError:
+        raise ImportError("Reading and writing .keras files needs the `h5py` package: "
+                          "pip install \"kgraph[keras]\"") from None
+    return h5py
+
+
+def keras_name(class_name):
+    """Keras's snake-cased name of a class (``MultiHeadAttention`` -> ``multi_head_attention``)."""
+    name = re.sub(r"\W+", "", class_name)
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _join(prefix, name):
+    return f"{prefix}/{name}" if prefix else name
+
+
+def _own(layer):
+    return list(layer._trainable_variables) + list(layer._non_trainable_variables)
+
+
+def _container(layers, prefix):
+    groups, counts = [], {}
+    for layer in layers:
+        name = keras_name(_class_name(layer))
+        counts[name] = counts.get(name, -1) + 1
+        groups.extend(_groups(layer, _join(prefix, name if counts[name] == 0 else f"{name}_{counts[name]}")))
+    return groups
+
+
+def _class_name(layer):
+    return "Functional" if hasattr(layer, "nodes_by_depth") and type(layer).__name__ == "Model" \
+        else type(layer).__name__
+
+
+def _groups(layer, prefix):
+    """``[(h5 group path, [variables])]`` of ``layer`` in kgraph's weight order."""
+    if hasattr(layer, "nodes_by_depth") or type(layer).__name__ == "Sequential":
+        return [(prefix, _own(layer))] + _container(layer.layers, _join(prefix, "layers"))
+    if isinstance(layer, RecurrentBase):
+        return [(prefix, []), (_join(prefix, "cell"), _own(layer))]
+    if isinstance(layer, RNN):
+        return [(prefix, _own(layer))] + _groups(layer.cell, _join(prefix, "cell"))
+    if isinstance(layer, StackedRNNCells):
+        return [(prefix, _own(layer))] + _container(layer.cells, _join(prefix, "cells"))
+    if isinstance(layer, TimeDistributed):
+        return [(prefix, _own(layer))] + _groups(layer.layer, _join(prefix, "layer"))
+    if isinstance(layer, Bidirectional):
+        return [(prefix, _own(layer))] + _groups(layer.forward_layer, _join(prefix, "forward_layer")) + \
+            _groups(layer.backward_layer, _join(prefix, "backward_layer"))
+    if isinstance(layer, MultiHeadAttention):
+        own = _own(layer)
+        per = 2 if layer.use_bias else 1
+        return [(prefix, [])] + [(_join(prefix, name), own[i * per:(i + 1) * per])
+                                 for i, name in enumerate(_ATTENTION_GROUPS)]
+    return [(prefix, _own(layer))]
+
+
+def weight_groups(model):
+    """Every h5 group of ``model`` with its variables; a clear error for layers whose paths kgraph cannot name."""
+    groups = _groups(model, "")
+    placed = {id(v) for _, variables in groups for v in variables}
+    for layer in model._flatten_layers():
+        missing = [v for v in _own(layer) if id(v) not in placed]
+        if missing:
+            raise ValueError(f"kgraph cannot place the weights of layer '{layer.name}' ({type(layer).__name__}) "
+                             f"in a .keras file: no Keras h5 path is known for {[v.path for v in missing]}.")
+    return groups
+
+
+def read_weights(model, payload, source):
+    """Set ``model``'s weights from the bytes of ``model.weights.h5``; shapes and counts are checked first."""
+    h5py = h5py_module()
+    values = {}
+    try:
+        with h5py.File(io.BytesIO(payload), "r") as f:
+            for path, variables in weight_groups(model):
+                if not variables:
+                    continue
+                group = f.get(_join(path, "vars"))
+                keys = sorted(group.keys(), key=_index) if isinstance(group, h5py.Group) else []
+                if keys != [str(i) for i in range(len(variables))]:
+                    raise ValueError(f"Cannot load '{source}': layer weights at '{_join(path, 'vars')}' do not "
+                                     f"match the model: expected {len(variables)} weights "
+                                     f"({[v.path for v in variables]}). Received: {keys}")
+                for key, variable in zip(keys, variables):
+                    values[id(variable)] = _dataset(group[key], variable, f"{path}/vars/{key}", source, h5py)
+    except OSError as err:
+        raise ValueError(f"Cannot load '{source}': its model.weights.h5 is not a readable HDF5 file ({err}).") \
+            from None
+    model.set_weights([values[id(v)] for v in model.weights])
+
+
+def _index(key):
+    return int(key) if key.isdigit() else -1
+
+
+def _dataset(dataset, variable, path, source, h5py):
+    if not isinstance(dataset, h5py.Dataset) or dataset.dtype.kind not in "biuf":
+        raise ValueError(f"Cannot load '{source}': '{path}' must be a numeric array for weight '{variable.path}'.")
+    if tuple(dataset.shape) != tuple(variable.shape):
+        raise ValueError(f"Cannot load '{source}': weight '{variable.path}' has shape {tuple(variable.shape)}, "
+                         f"but '{path}' in the file has shape {tuple(dataset.shape)}.")
+    return np.asarray(dataset[()], dtype=variable.dtype)
+
+
+def weights_bytes(model):
+    """The bytes of a ``model.weights.h5`` that Keras 3 reads into the same architecture."""
+    h5py = h5py_module()
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        f.create_group("vars")
+        for path, variables in weight_groups(model):
+            group = f.require_group(_join(path, "vars"))
+            for i, variable in enumerate(variables):
+                group.create_dataset(str(i), data=np.asarray(variable.numpy()))
+    return buffer.getvalue()
