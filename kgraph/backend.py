@@ -31,7 +31,9 @@ def set_epsilon(value):
 
 
 def standardize_dtype(dtype):
-    """Return a dtype name string (``None`` means floatx)."""
+    """Return a dtype name string (``None`` means floatx; Keras's ``"string"`` is NumPy's ``"str"``)."""
     if dtype is None:
         return floatx()
+    if dtype == "string":
+        return "str"
     return np.dtype(dtype).name

@@ -164,6 +164,9 @@ class Functional(Model):
                 out.append(x)
                 continue
             x = np.asarray(x) if not isinstance(x, np.ndarray) else x
+            if t.dtype == "str" and x.dtype.kind in "OUS":  # strings go to the string layers as they are
+                out.append(x)
+                continue
             if x.dtype == object:
                 raise TypeError(f"Input '{name}' of model '{self.name}' must be a numeric array. "
                                 f"Received an array of dtype object.")

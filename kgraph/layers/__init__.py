@@ -45,3 +45,10 @@ from kgraph.layers.spectral_normalization import SpectralNormalization
 from kgraph.layers.adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D,
                                             AdaptiveAveragePooling3D, AdaptiveMaxPooling1D, AdaptiveMaxPooling2D,
                                             AdaptiveMaxPooling3D)
+from kgraph.layers.preprocessing_numeric import CategoryEncoding, Discretization, Normalization
+from kgraph.layers.preprocessing_hashing import Hashing
+from kgraph.layers.preprocessing_lookup import IntegerLookup, StringLookup
+from kgraph.layers.preprocessing_text import TextVectorization
+from kgraph.layers.preprocessing_image import CenterCrop, Resizing
+from kgraph.layers.augmentation import (RandomBrightness, RandomContrast, RandomCrop, RandomFlip, RandomRotation,
+                                        RandomTranslation, RandomZoom)

@@ -1,0 +1,142 @@
+"""TextVectorization: standardize, split and n-gram strings, then index them with a StringLookup."""
+import re
+
+import numpy as np
+
+from kgraph.keras_tensor import KerasTensor
+from kgraph.layers.preprocessing_hashing import StringInputLayer, string_array
+from kgraph.layers.preprocessing_lookup import StringLookup
+from kgraph.layers.preprocessing_numeric import validate_output_mode
+
+STRIP_PUNCTUATION = re.compile(r"[!\"#$%&()\*\+,\-\./:;<=>?@\[\\\]^_`{|}~']")
+STANDARDIZE = (None, "lower_and_strip_punctuation", "lower", "strip_punctuation")
+SPLIT = (None, "whitespace", "character")
+
+
+class TextVectorization(StringInputLayer):
+    """Strings to token indices (``int``) or to ``multi_hot``/``count``/``tf_idf`` vectors over a vocabulary."""
+
+    def __init__(self, max_tokens=None, standardize="lower_and_strip_punctuation", split="whitespace", ngrams=None,
+                 output_mode="int", output_sequence_length=None, pad_to_max_tokens=False, vocabulary=None,
+                 idf_weights=None, sparse=False, ragged=False, encoding="utf-8", name=None, **kwargs):
+        kwargs.pop("vocabulary_size", None)
+        super().__init__(name=name, **kwargs)
+        if not (standardize in STANDARDIZE or callable(standardize)):
+            raise ValueError(f"Invalid value for argument `standardize`. Expected one of {list(STANDARDIZE)} or a "
+                             f"callable. Received: standardize={standardize}")
+        if not (split in SPLIT or callable(split)):
+            raise ValueError(f"Invalid value for argument `split`. Expected one of {list(SPLIT)} or a callable. "
+                             f"Received: split={split}")
+        output_mode = "tf_idf" if output_mode == "tf-idf" else output_mode
+        validate_output_mode(type(self).__name__, output_mode, ("int", "multi_hot", "count", "tf_idf"))
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"`max_tokens` must be >= 1. Received: max_tokens={max_tokens}")
+        if not (ngrams is None or (isinstance(ngrams, int) and ngrams > 0) or
+                (isinstance(ngrams, (tuple, list)) and all(isinstance(n, int) and n > 0 for n in ngrams))):
+            raise ValueError("`ngrams` must be None, an integer, or a tuple of integers. Received: "
+                             f"ngrams={ngrams}")
+        if output_sequence_length is not None and output_mode != "int":
+            raise ValueError("`output_sequence_length` must not be set if `output_mode` is not 'int'. "
+                             f"Received output_sequence_length={output_sequence_length}.")
+        if ragged or sparse:
+            raise ValueError("`ragged=True` and `sparse=True` cannot be used with kgraph, which has neither ragged "
+                             f"nor sparse tensors. Received: ragged={ragged}, sparse={sparse}")
+        self.max_tokens, self.standardize, self.split = max_tokens, standardize, split
+        self.ngrams = tuple(ngrams) if isinstance(ngrams, list) else ngrams
+        self.output_mode, self.output_sequence_length = output_mode, output_sequence_length
+        self.pad_to_max_tokens, self.sparse, self.ragged, self.encoding = pad_to_max_tokens, sparse, ragged, encoding
+        self._ngram_sizes = (tuple(range(1, ngrams + 1)) if isinstance(ngrams, int)
+                             else tuple(ngrams) if ngrams else (1,))
+        self._lookup_layer = StringLookup(max_tokens=max_tokens, vocabulary=vocabulary, idf_weights=idf_weights,
+                                          pad_to_max_tokens=pad_to_max_tokens, mask_token="",
+                                          output_mode=output_mode, encoding=encoding, name=f"{self.name}_lookup")
+
+    def _standardize(self, text):
+        if callable(self.standardize):
+            return self.standardize(text)
+        if self.standardize in ("lower", "lower_and_strip_punctuation"):
+            text = text.lower()
+        if self.standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
+            text = STRIP_PUNCTUATION.sub("", text)
+        return text
+
+    def _split(self, text):
+        if callable(self.split):
+            return list(self.split(text))
+        if self.split is None:
+            return [text]
+        return text.split() if self.split == "whitespace" else list(text)
+
+    def _tokens(self, text):
+        words = self._split(self._standardize(text))
+        return [" ".join(words[i:i + n]) for n in self._ngram_sizes for i in range(len(words) - n + 1)]
+
+    def _documents(self, inputs):
+        values = string_array(inputs, self)
+        if values.ndim == 2 and values.shape[1] == 1:
+            values = values[:, 0]
+        if values.ndim > 1:
+            raise ValueError(f"When using TextVectorization to tokenize strings, the input rank must be 1 or the "
+                             f"last shape dimension must be 1. Received: inputs.shape={values.shape}")
+        return [self._tokens(text) for text in values.reshape(-1)], values.ndim == 0
+
+    def adapt(self, data, batch_size=None, steps=None):
+        """Learn the vocabulary (and ``tf_idf`` weights) from strings: an array or an iterable of batches."""
+        if isinstance(data, (list, tuple)):
+            data = np.asarray(data, dtype=object)
+        self._lookup_layer.adapt(self._token_rows(data, batch_size), steps=steps)
+
+    def _token_rows(self, data, batch_size):
+        if isinstance(data, np.ndarray):
+            batch_size = batch_size or max(len(data.reshape(-1)), 1)
+            data = [data[i:i + batch_size] for i in range(0, max(len(data), 1), batch_size)]
+        for batch in data:
+            documents, _ = self._documents(batch[0] if isinstance(batch, tuple) else batch)
+            width = max((len(d) for d in documents), default=0)
+            yield np.array([d + [""] * (width - len(d)) for d in documents], dtype=object).reshape(len(documents), -1)
+
+    def get_vocabulary(self, include_special_tokens=True):
+        """The vocabulary, ``""`` (padding) and ``"[UNK]"`` first in ``int`` mode."""
+        return self._lookup_layer.get_vocabulary(include_special_tokens)
+
+    def vocabulary_size(self):
+        """The size of the vocabulary, padding and OOV indices included."""
+        return self._lookup_layer.vocabulary_size()
+
+    def set_vocabulary(self, vocabulary, idf_weights=None):
+        """Set the vocabulary (and, for ``tf_idf``, its weights) directly."""
+        self._lookup_layer.set_vocabulary(vocabulary, idf_weights)
+
+    def call(self, inputs):
+        self.refuse_symbolic(inputs)
+        documents, scalar = self._documents(inputs)
+        if self.output_mode == "int":
+            length = self.output_sequence_length or max((len(d) for d in documents), default=0)
+            padded = np.array([(d + [""] * length)[:length] for d in documents], dtype=object).reshape(-1, length)
+            indices = self._lookup_layer(padded)
+            return indices[0] if scalar else indices
+        width = max((len(d) for d in documents), default=0)
+        rows = np.array([d + [""] * (width - len(d)) for d in documents], dtype=object).reshape(len(documents), -1)
+        encoded = self._lookup_layer(rows)
+        return encoded[0] if scalar else encoded
+
+    def compute_output_shape(self, input_shape):
+        if self.output_mode == "int":
+            return (input_shape[0], self.output_sequence_length)
+        depth = self.max_tokens if self.pad_to_max_tokens else self.vocabulary_size()
+        return (input_shape[0], depth)
+
+    def compute_output_spec(self, inputs):
+        dtype = "int64" if self.output_mode == "int" else self.compute_dtype
+        return KerasTensor(self.compute_output_shape(inputs.shape), dtype=dtype, name=self.name)
+
+    def get_config(self):
+        config = super().get_config()
+        lookup = self._lookup_layer.get_config()
+        config.update({"max_tokens": self.max_tokens, "standardize": self.standardize, "split": self.split,
+                       "ngrams": self.ngrams, "output_mode": self.output_mode,
+                       "output_sequence_length": self.output_sequence_length,
+                       "pad_to_max_tokens": self.pad_to_max_tokens, "sparse": self.sparse, "ragged": self.ragged,
+                       "vocabulary": lookup["vocabulary"], "idf_weights": lookup["idf_weights"],
+                       "encoding": self.encoding, "vocabulary_size": self.vocabulary_size()})
+        return config
