@@ -11,6 +11,7 @@ from kgraph import graph, tracing
 from kgraph.ops.operations import OpOperation
 
 from export import converters  # noqa: F401  (registers every converter)
+from export import scan
 from export import writer
 from export.builder import NATIVE, GraphBuilder, Value
 from export.context import ConversionContext
@@ -115,11 +116,21 @@ class _Walk:
             self._nested(layer, node, values, scope)
         elif has_converter(type(layer)):
             self._convert(layer, node, values, scope, lookup(layer, self.builder.opset), hints=hints)
-        elif _fused(layer) is not None:
+        elif _fused(layer) is not None and len(node.call_args) == 1 and node.call_kwargs.get("initial_state") is None:
             fused = _fused(layer)
             self._convert(layer, node, values, scope, lookup(fused, self.builder.opset), as_layer=fused, hints=hints)
+        elif scan.applies(layer, node):
+            self._remember(layer)
+            for tensor, value in zip(node.output_tensors, scan.convert_rnn(_Walk, self.builder, layer, node, values,
+                                                                           scope)):
+                values[id(tensor)] = value
         else:
             self._traced(layer, node, values, scope)
+
+    def _remember(self, layer):
+        if id(layer) not in self._seen:
+            self._seen.add(id(layer))
+            self.layers.append(layer)
 
     def _convert(self, layer, node, values, scope, entry, as_layer=None, hints=None):
         if id(layer) not in self._seen:

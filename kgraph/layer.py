@@ -268,6 +268,8 @@ class Layer(Operation):
         else:
             symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten([list(args), kwargs]))
         assert_input_compatibility(self.input_spec, args[0], self.name)
+        if "training" in kwargs and not self._call_accepts_training:
+            kwargs = {k: v for k, v in kwargs.items() if k != "training"}
         if symbolic:
             self._maybe_build(args)
             assert_input_compatibility(self.input_spec, args[0], self.name)
@@ -277,8 +279,6 @@ class Layer(Operation):
             return outputs
         args = (tree.map_structure(self._convert_input, args[0]),) + args[1:]
         self._maybe_build(args)
-        if "training" in kwargs and not self._call_accepts_training:
-            kwargs = {k: v for k, v in kwargs.items() if k != "training"}
         outermost = _call_depth[0] == 0
         if outermost:
             for layer in self._flatten_layers():

@@ -35,6 +35,9 @@ __all__ = sorted(_conv_all + _conv_pool_all + _math_all + _nn_all + _normalizati
 
 from kgraph.ops import operations as _operations  # noqa: E402
 
+# Keras's second name for indexing is the same op (one Operation class, GetItem, one converter).
+get_item = getitem  # noqa: F405
+
 # Every op becomes symbolic-aware: primitives check for KerasTensors themselves, the others are wrapped.
 for _name in __all__:
     if _name in ("shape", "ndim", "convert_to_tensor", "convert_to_numpy"):

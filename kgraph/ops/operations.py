@@ -98,8 +98,11 @@ def get_op_class(name):
         return _CLASSES[name]
     if name in _FUNCTIONS:
         return op_class(name)
-    # A class name in a fresh process (a saved model being loaded): find the op that has it.
-    op_name = next((n for n in _FUNCTIONS if class_name(n) == name), None)
+    # A class name in a fresh process (a saved model being loaded): find the op that has it, preferring an
+    # op's own name over another name for the same function.
+    candidates = [n for n in _FUNCTIONS if class_name(n) == name]
+    own = [n for n in candidates if getattr(getattr(_FUNCTIONS[n], "_kgraph_primitive", None), "name", n) == n]
+    op_name = (own or candidates or [None])[0]
     return None if op_name is None else op_class(op_name)
 
 

@@ -115,9 +115,6 @@ def test_what_a_stateless_graph_cannot_carry_is_a_clear_error():
     c = kgraph.Input((3,), name="c")
     with pytest.raises(ExportError, match="initial_state"):
         to_onnx(kgraph.Model([inp, h, c], layers.LSTM(3)(inp, initial_state=[h, c])))
-    dynamic = kgraph.Input((None, 4), name="seq")
-    with pytest.raises(ExportError, match="fixed number of timesteps"):
-        to_onnx(kgraph.Model(dynamic, layers.RNN(HalfCell())(dynamic)))
 
 
 class HalfCell(kgraph.layers.Layer):
@@ -247,3 +244,17 @@ def test_subclassed_models_export_by_tracing_their_call():
     assert [i.name for i in assert_parity(two).graph.input] == ["input_0", "input_1"]
     with pytest.raises(ExportError, match="never been called"):
         to_onnx(Classifier())
+
+
+@pytest.mark.parametrize("options", [{}, {"return_sequences": True, "go_backwards": True}, {"return_state": True}])
+def test_rnn_of_a_user_cell_exports_as_one_scan_for_any_length(options):
+    inp = kgraph.Input((None, 4), name="seq")
+    model = kgraph.Model(inp, layers.RNN([HalfCell(), layers.LSTMCell(2)], **options)(inp))
+    proto = assert_parity(model, rtol=1e-4)
+    assert [node.op_type for node in proto.graph.node].count("Scan") == 1
+
+
+def test_rnn_with_initial_states_exports_them():
+    inp, h, c = kgraph.Input((None, 4), name="seq"), kgraph.Input((2,), name="h"), kgraph.Input((2,), name="c")
+    model = kgraph.Model([inp, h, c], layers.RNN(layers.LSTMCell(2))(inp, initial_state=[h, c]))
+    assert_parity(model, rtol=1e-4)

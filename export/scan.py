@@ -1,0 +1,90 @@
+"""An RNN of a cell with no native ONNX form, as one ONNX ``Scan`` whose body is the cell's traced ``call``.
+
+The cell is traced once on a step input and its states; the body graph maps
+``(states..., x_t)`` to ``(new states..., output_t)``, and Scan runs it over
+the time-major sequence (reversed with ``go_backwards``), so any number of
+timesteps runs. Outputs come in processing order, as Keras returns them.
+"""
+import numpy as np
+from onnx import helper
+
+import kgraph
+from kgraph import graph, tracing
+from kgraph.keras_tensor import KerasTensor
+from kgraph.layers.rnn import _flatten, _pack_states
+
+from export.builder import NATIVE, GraphBuilder, Value, onnx_dtype
+from export.context import ConversionContext
+
+
+def _int64(values):
+    return np.array(values, dtype=np.int64)
+
+
+def _zeros(ctx, x, size, dtype):
+    """(batch, size) zeros, the batch read from ``x`` (batch first)."""
+    batch = ctx.op("Slice", [ctx.op("Shape", [x]), ctx.const(_int64([0]), name="zero_index"),
+                             ctx.const(_int64([1]), name="one_index")])
+    shape = ctx.op("Concat", [batch, ctx.const(_int64([size]), name="state_size")], axis=0)
+    return ctx.op("ConstantOfShape", [shape], value=helper.make_tensor("zero", onnx_dtype(dtype), [1], [0]))
+
+
+def convert_rnn(walk_class, builder, layer, node, values, scope):
+    """Emit the Scan for ``layer`` (a kgraph RNN) called at ``node``; return its outputs' Values."""
+    ctx = ConversionContext(builder, node, values, scope)
+    dtype = ctx.input_dtype(0)
+    rank = ctx.input_rank(0)
+    x = ctx.input(0, NATIVE)
+    sizes = layer._sizes
+    initial = node.call_kwargs.get("initial_state")
+    if initial is not None:
+        states = [ctx.tensor(t) for t in _flatten(initial)]
+    else:
+        states = [_zeros(ctx, x, size, dtype) for size in sizes]
+    time_major = ctx.op("Transpose", [x], perm=[1, 0] + list(range(2, rank)), name="time_major")
+
+    body = GraphBuilder(builder.opset)
+    prefix = ctx.unique_name("scan_body")
+    step_shape = (None,) + tuple(ctx.input_shape(0)[2:])
+    with tracing.scratch():
+        x_t = tracing.Placeholder(KerasTensor(step_shape, dtype=dtype)).tensor
+        held = [tracing.Placeholder(KerasTensor((None, size), dtype=dtype)).tensor for size in sizes]
+        kwargs = {"training": False} if layer.cell._call_accepts_training else {}
+        output, new_states = layer.cell.call(x_t, _pack_states(layer.cell.state_size, held), **kwargs)
+        new_flat = _flatten(new_states)
+        names = [body.unique_name(f"{prefix}/state_{i}") for i in range(len(sizes))]
+        x_name = body.unique_name(f"{prefix}/x_t")
+        body_values = {id(t): Value(n, NATIVE) for t, n in zip(held + [x_t], names + [x_name])}
+        order, _ = graph.topological_nodes(set(body_values), [output] + new_flat)
+        walk = walk_class(body)
+        for inner in order:
+            if not inner.is_input and not isinstance(inner.outbound_layer, tracing.Placeholder):
+                walk.node(inner, body_values, f"{prefix}/")
+        body_ctx = ConversionContext(body, node, body_values, prefix)
+        outs = [body_ctx.op("Identity", [body.convert(body_ctx, body_values[id(t)], 2, NATIVE)], name=f"out_{i}")
+                for i, t in enumerate(new_flat + [output])]
+    elem = onnx_dtype(dtype)
+    body_graph = helper.make_graph(
+        body.nodes, prefix,
+        [helper.make_tensor_value_info(n, elem, [None, s]) for n, s in zip(names, sizes)]
+        + [helper.make_tensor_value_info(x_name, elem, list(step_shape))],
+        [helper.make_tensor_value_info(n, elem, [None, s]) for n, s in zip(outs, sizes + [layer._output_size])],
+        initializer=body.initializers)
+    results = ctx.op("Scan", states + [time_major], outputs=len(sizes) + 1, body=body_graph, num_scan_inputs=1,
+                     scan_input_directions=[int(layer.go_backwards)], name="Scan")
+    final, sequence = results[:-1], results[-1]
+    if layer.return_sequences:
+        result = ctx.op("Transpose", [sequence], perm=[1, 0, 2], name="batch_major")
+    else:
+        last = ctx.op("Slice", [sequence, ctx.const(_int64([-1]), name="last"),
+                                ctx.const(_int64([np.iinfo(np.int64).max]), name="end"),
+                                ctx.const(_int64([0]), name="time_axis")])
+        result = ctx.op("Squeeze", [last, ctx.const(_int64([0]), name="time_axis")])
+    outputs = [result] + final if layer.return_state else [result]
+    return [Value(name, NATIVE) for name in outputs]
+
+
+def applies(layer, node):
+    """Whether ``layer`` at ``node`` is an RNN whose cell should run in a Scan (no mask argument given)."""
+    return type(layer) is kgraph.layers.RNN and not layer.stateful and node.call_kwargs.get("mask") is None \
+        and len(node.call_args) == 1 and all(len(t.shape) >= 2 for t in node.input_tensors[:1])
