@@ -13,6 +13,9 @@ import warnings
 
 import numpy as np
 
+from kgraph.registration import (get_registered_name, get_registered_object,  # noqa: F401 (keras.saving names)
+                                 register_keras_serializable)
+
 FORMAT = "kgraph-model"
 FORMAT_VERSION = 1
 

@@ -7,6 +7,7 @@ import numpy as np
 from kgraph import tree
 from kgraph.keras_tensor import KerasTensor
 from kgraph.layer import get_registered_layer
+from kgraph.registration import get_registered_object
 
 OPS_MODULE = "kgraph.ops"
 
@@ -30,7 +31,8 @@ def _find_class(class_name, custom_objects, module=None):
         if cls is None:
             raise ValueError(f"Unknown operation '{class_name}': no `kgraph.ops` function has that name.")
         return cls
-    cls = (custom_objects or {}).get(class_name) or get_registered_layer(class_name)
+    cls = (custom_objects or {}).get(class_name) or get_registered_layer(class_name) or \
+        get_registered_object(class_name)
     if cls is None:
         raise ValueError(f"Unknown layer class '{class_name}'. If it is a custom layer, import the module "
                          f"that defines it before loading, or pass it as `custom_objects={{'{class_name}': "

@@ -4,6 +4,7 @@ import numpy as np
 from kgraph import naming, random
 from kgraph.plotting import model_to_dot, plot_model  # noqa: F401
 from kgraph.py_dataset import PyDataset  # noqa: F401
+from kgraph.registration import register_keras_serializable  # noqa: F401
 
 
 def set_random_seed(seed):

@@ -54,3 +54,31 @@ def test_vae_sampling_layer_from_the_keras_guide_builds_and_runs():
     z = Sampling()([layers.Dense(2)(inp), layers.Dense(2)(inp)])
     assert z.shape == (None, 2)
     assert kgraph.Model(inp, z).predict(np.ones((3, 4), "float32"), verbose=0).shape == (3, 2)
+
+
+def test_register_keras_serializable_and_clone_model(tmp_path):
+    @kgraph.saving.register_keras_serializable(package="tests")
+    class Scaled(layers.Layer):
+        def __init__(self, factor=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def call(self, x):
+            return x * self.factor
+
+        def get_config(self):
+            return {**super().get_config(), "factor": self.factor}
+
+    assert kgraph.saving.get_registered_name(Scaled) == "tests>Scaled"
+    assert kgraph.saving.get_registered_object("tests>Scaled") is Scaled
+    inp = kgraph.Input((3,))
+    model = kgraph.Model(inp, Scaled(3.0)(layers.Dense(3)(inp)))
+    model.save(tmp_path / "m.pkl")
+    x = np.ones((2, 3), "float32")
+    np.testing.assert_array_equal(kgraph.load_model(tmp_path / "m.pkl").predict(x, verbose=0),
+                                  model.predict(x, verbose=0))
+    clone = kgraph.models.clone_model(model)
+    assert [type(layer) for layer in clone.layers] == [type(layer) for layer in model.layers]
+    assert clone.layers[-1].factor == 3.0 and clone.layers[1].kernel is not model.layers[1].kernel
+    with pytest.raises(ValueError, match="already been registered"):
+        kgraph.saving.register_keras_serializable(package="tests", name="Scaled")(Scaled.__base__)
