@@ -14,5 +14,5 @@ from kgraph.operation import Operation  # noqa: E402
 from kgraph.saving import load_model  # noqa: E402
 from kgraph.sequential import Sequential  # noqa: E402
 from kgraph.variable import Variable  # noqa: E402
-from kgraph import (activations, callbacks, layers, losses, metrics, models, optimizers,  # noqa: E402
+from kgraph import (activations, callbacks, config, layers, losses, metrics, models, optimizers,  # noqa: E402
                     regularizers, utils)

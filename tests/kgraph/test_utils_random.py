@@ -82,3 +82,10 @@ def test_register_keras_serializable_and_clone_model(tmp_path):
     assert clone.layers[-1].factor == 3.0 and clone.layers[1].kernel is not model.layers[1].kernel
     with pytest.raises(ValueError, match="already been registered"):
         kgraph.saving.register_keras_serializable(package="tests", name="Scaled")(Scaled.__base__)
+
+
+def test_config_module():
+    assert kgraph.config.floatx() == "float32" and kgraph.config.backend() == "numpy"
+    assert kgraph.config.image_data_format() == "channels_last"
+    with pytest.raises(ValueError, match="channels-last"):
+        kgraph.config.set_image_data_format("channels_first")
