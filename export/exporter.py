@@ -219,13 +219,12 @@ def _check_stateless(node):
         raise ExportError(f"Cannot export layer '{layer.name}' ({type(layer).__name__}): stateful=True carries "
                           "states from one call to the next, and an ONNX graph is stateless. Expected "
                           "stateful=False (rebuild the model with it and copy the weights for export).")
-    if isinstance(layer, (kgraph.layers.LSTM, kgraph.layers.GRU, kgraph.layers.SimpleRNN,
-                          kgraph.layers.Bidirectional)) and (len(node.call_args) > 1 or
-                                                             node.call_kwargs.get("initial_state") is not None):
+    if isinstance(layer, (kgraph.layers.SimpleRNN, kgraph.layers.Bidirectional)) and \
+            (len(node.call_args) > 1 or node.call_kwargs.get("initial_state") is not None):
         raise ExportError(f"Cannot export layer '{layer.name}' ({type(layer).__name__}) called with "
                           "`initial_state`: its converter starts from zero states. Expected a call without "
-                          "initial_state, or an RNN layer with a cell (kgraph.layers.RNN(LSTMCell(...))), which "
-                          "exports by tracing.")
+                          "initial_state, an LSTM or GRU layer, or an RNN layer with a cell "
+                          "(kgraph.layers.RNN(SimpleRNNCell(...))), which exports as a Scan.")
 
 
 def _trace_failure(layer, err):

@@ -183,10 +183,24 @@ def _emit_node(ctx, recurrent_layers, x, direction):
         attributes["linear_before_reset"] = int(first.reset_after)
     inputs = [x, w, r] + ([b] if b is not None else [])
     sequence_lens = getattr(ctx, "sequence_lens", None)  # set by the exporter from a right-padded mask
-    if sequence_lens is not None:
-        inputs = [x, w, r, b or "", sequence_lens]
+    initial = _initial_states(ctx) if len(recurrent_layers) == 1 else []
+    if sequence_lens is not None or initial:
+        inputs = [x, w, r, b or "", sequence_lens or ""] + initial
     return ctx.op(op_type, inputs, outputs=3 if op_type == "LSTM" else 2, hidden_size=first.units,
                   direction=direction, **attributes)
+
+
+def _initial_states(ctx):
+    """The layer call's ``initial_state`` tensors as ONNX ``initial_h`` (and ``initial_c``): (1, batch, units)."""
+    node = ctx.node
+    given = node.call_kwargs.get("initial_state")
+    if given is None and len(node.call_args) > 1:
+        given = node.call_args[1]
+    if given is None:
+        return []
+    states = list(given) if isinstance(given, (list, tuple)) else [given]
+    dtype = ctx.layer.kernel.dtype
+    return [ctx.op("Unsqueeze", [ctx.tensor(state, dtype), _axes(ctx, 0)], name="initial_state") for state in states]
 
 
 def _axes(ctx, *axes):

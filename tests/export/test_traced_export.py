@@ -114,7 +114,9 @@ def test_what_a_stateless_graph_cannot_carry_is_a_clear_error():
     h = kgraph.Input((3,), name="h")
     c = kgraph.Input((3,), name="c")
     with pytest.raises(ExportError, match="initial_state"):
-        to_onnx(kgraph.Model([inp, h, c], layers.LSTM(3)(inp, initial_state=[h, c])))
+        to_onnx(kgraph.Model([inp, h], layers.SimpleRNN(3)(inp, initial_state=[h])))
+    assert_parity(kgraph.Model([inp, h, c], layers.LSTM(3)(inp, initial_state=[h, c])), rtol=1e-4)
+    assert_parity(kgraph.Model([inp, h], layers.GRU(3, go_backwards=True)(inp, initial_state=h)), rtol=1e-4)
 
 
 class HalfCell(kgraph.layers.Layer):
@@ -258,3 +260,18 @@ def test_rnn_with_initial_states_exports_them():
     inp, h, c = kgraph.Input((None, 4), name="seq"), kgraph.Input((2,), name="h"), kgraph.Input((2,), name="c")
     model = kgraph.Model([inp, h, c], layers.RNN(layers.LSTMCell(2))(inp, initial_state=[h, c]))
     assert_parity(model, rtol=1e-4)
+
+
+def test_seq2seq_encoder_states_start_the_decoder():
+    """The Keras seq2seq example: the encoder's final states are the decoder LSTM's initial_state."""
+    encoder_in, decoder_in = kgraph.Input((None, 5), name="encoder"), kgraph.Input((None, 6), name="decoder")
+    _, h, c = layers.LSTM(4, return_state=True)(encoder_in)
+    decoded = layers.LSTM(4, return_sequences=True)(decoder_in, initial_state=[h, c])
+    model = kgraph.Model([encoder_in, decoder_in], layers.Dense(6, activation="softmax")(decoded))
+    proto = assert_parity(zoo_perturbed(model), rtol=1e-4)
+    assert [node.op_type for node in proto.graph.node].count("LSTM") == 2
+
+
+def zoo_perturbed(model):
+    from tests.export import zoo
+    return zoo.perturb(model)
