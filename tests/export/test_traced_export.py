@@ -13,6 +13,7 @@ from export import to_onnx
 from export.registry import ExportError
 from tests import custom_layers as C
 from tests import op_models
+from tests.export import zoo
 from tests.export.parity import assert_parity
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -268,10 +269,5 @@ def test_seq2seq_encoder_states_start_the_decoder():
     _, h, c = layers.LSTM(4, return_state=True)(encoder_in)
     decoded = layers.LSTM(4, return_sequences=True)(decoder_in, initial_state=[h, c])
     model = kgraph.Model([encoder_in, decoder_in], layers.Dense(6, activation="softmax")(decoded))
-    proto = assert_parity(zoo_perturbed(model), rtol=1e-4)
+    proto = assert_parity(zoo.perturb(model), rtol=1e-4)
     assert [node.op_type for node in proto.graph.node].count("LSTM") == 2
-
-
-def zoo_perturbed(model):
-    from tests.export import zoo
-    return zoo.perturb(model)
