@@ -1,0 +1,52 @@
+"""Export of the preprocessing layers: numeric and image ones trace into ops; string ones stay in the client."""
+import numpy as np
+import pytest
+
+import kgraph
+from export import to_onnx
+from export.registry import ExportError
+from kgraph import layers as L
+from tests.export.parity import assert_parity
+from tests.export.zoo import perturb
+
+
+def test_numeric_preprocessing_exports_as_plain_ops():
+    x = kgraph.Input(shape=(3,), name="x")
+    adapted = L.Normalization()
+    adapted.adapt(np.random.default_rng(0).normal(size=(50, 3)) * 3 + 1)
+    bins = L.Discretization(bin_boundaries=[-1.0, 0.0, 1.0])(x)
+    outputs = [L.Dense(2)(adapted(x)), L.Normalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 9.0], invert=True)(x),
+               bins, L.Discretization(bin_boundaries=[-1.0, 0.0, 1.0], output_mode="count")(x),
+               L.CategoryEncoding(4, "one_hot")(bins), L.CategoryEncoding(4)(bins), L.CategoryEncoding(4, "count")(bins)]
+    proto = assert_parity(perturb(kgraph.Model(x, outputs)))
+    assert {"Sub", "Div", "GreaterOrEqual", "ReduceSum", "ReduceMax"} <= {n.op_type for n in proto.graph.node}
+
+
+def test_image_preprocessing_exports_and_augmentation_is_gone_at_inference():
+    image = kgraph.Input(shape=(7, 9, 2), name="image")
+    augmented = L.RandomFlip()(L.RandomRotation(0.1)(L.RandomZoom(0.1)(L.RandomTranslation(0.1, 0.1)(
+        L.RandomContrast(0.2)(L.RandomBrightness(0.1)(image))))))
+    outputs = [L.Resizing(4, 5)(image), L.Resizing(12, 6, interpolation="nearest")(image),
+               L.Resizing(5, 5, crop_to_aspect_ratio=True)(image), L.Resizing(5, 5, pad_to_aspect_ratio=True)(image),
+               L.CenterCrop(4, 5)(image), L.CenterCrop(9, 3)(image), L.RandomCrop(4, 4)(image), augmented]
+    proto = assert_parity(kgraph.Model(image, outputs))
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count("Identity") == 1  # the augmented output is the input itself
+
+
+@pytest.mark.parametrize("make", [lambda: L.StringLookup(vocabulary=["a", "b"]),
+                                  lambda: L.TextVectorization(vocabulary=["a", "b"]),
+                                  lambda: L.Hashing(4, salt=1)])
+def test_string_layers_are_a_clear_error_saying_they_stay_in_the_client(make):
+    text = kgraph.Input(shape=(1,), dtype="string", name="text")
+    layer = make()
+    model = kgraph.Model(text, L.Dense(2)(L.Embedding(5, 2)(layer(text))))
+    with pytest.raises(ExportError, match=f"'{layer.name}' \\({type(layer).__name__}\\).*must stay in the client"):
+        to_onnx(model)
+
+
+def test_integer_lookup_stays_in_the_client_too():
+    ids = kgraph.Input(shape=(2,), dtype="int64", name="ids")
+    model = kgraph.Model(ids, L.IntegerLookup(vocabulary=[7, 9], name="ids_lookup")(ids))
+    with pytest.raises(ExportError, match="'ids_lookup' \\(IntegerLookup\\).*must stay in the client"):
+        to_onnx(model)
