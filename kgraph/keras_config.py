@@ -52,8 +52,21 @@ def layer_from_keras(data, custom_objects, path="config"):
     cls = get_registered_layer(class_name)
     if cls is None or not _module(data).startswith("keras"):
         raise _unknown("layer", data, path)
-    config = _value(data["config"], custom_objects, f"{path}['{class_name}']")
+    config = data["config"]
+    if class_name == "Bidirectional":
+        config = _without_zero_output_for_mask(config)
+    config = _value(config, custom_objects, f"{path}['{class_name}']")
     return {"class_name": class_name, "config": _supported_arguments(cls, config, path)}
+
+
+def _without_zero_output_for_mask(config):
+    """Keras saves the wrapped layers' ``zero_output_for_mask``; kgraph's Bidirectional sets it the same way."""
+    config = dict(config)
+    for key in ("layer", "backward_layer"):
+        if _is_object(config.get(key)):
+            inner = {k: v for k, v in config[key]["config"].items() if k != "zero_output_for_mask"}
+            config[key] = dict(config[key], config=inner)
+    return config
 
 
 def _model_from_keras(data, custom_objects, path):
@@ -75,8 +88,22 @@ def _model_from_keras(data, custom_objects, path):
         if shape is not None and not any(entry["class_name"] == "InputLayer" for entry in layers):
             out["build_config"] = {"input_shape": shape}
         return out
-    kept = {k: config[k] for k in ("name", "trainable", "input_layers", "output_layers") if k in config}
+    kept = {k: config[k] for k in ("name", "trainable") if k in config}
+    nested = {entry.get("name") for entry in config.get("layers", []) if entry.get("class_name") == "Functional"}
+    for key in ("input_layers", "output_layers"):
+        kept[key] = shift_model_refs(config[key], nested, -1)
     return {"class_name": "Functional", "config": {**kept, "layers": layers}}
+
+
+def shift_model_refs(structure, names, delta):
+    """Keras numbers a nested Functional's nodes from 1 in ``input_layers``/``output_layers`` (node 0 is the
+    model's own); kgraph numbers them from 0. Shifts the node index of references to ``names`` by ``delta``."""
+    if isinstance(structure, list) and len(structure) == 3 and isinstance(structure[0], str):
+        name, node, index = structure
+        return [name, node + delta if name in names else node, index]
+    if isinstance(structure, dict):
+        return {k: shift_model_refs(v, names, delta) for k, v in structure.items()}
+    return [shift_model_refs(v, names, delta) for v in structure]
 
 
 def _arguments_to_calls(op):
@@ -86,6 +113,8 @@ def _arguments_to_calls(op):
     op["config"] = {"name": config.get("name")}
     for node in op.get("inbound_nodes", []):
         node["kwargs"] = {**keywords, **node.get("kwargs", {})}
+        if op["class_name"] == "GetItem" and len(node["args"]) == 2 and isinstance(node["args"][1], list):
+            node["args"][1] = {"class_name": "__tuple__", "config": {"value": node["args"][1]}}  # Keras saves a list
 
 
 def _value(value, custom_objects, path):

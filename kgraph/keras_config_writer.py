@@ -1,4 +1,5 @@
 """kgraph models -> Keras 3 configs (the ``config.json`` of a ``.keras`` archive that Keras loads)."""
+from kgraph.keras_config import shift_model_refs
 from kgraph.serialization import OPS_MODULE, serialize_layer
 
 _OP_MODULES = {
@@ -13,6 +14,9 @@ _OP_MODULE = {name: f"keras.src.ops.{module}" for module, names in _OP_MODULES.i
 _KGRAPH_ONLY_OPS = {"Allclose", "BatchNormalization", "ConvMaxPool", "Dense", "Eye", "Gru", "HardSwish",
                     "LayerNormalization", "Lstm", "Ones", "SimpleRnn", "Swish", "Zeros"}
 _DROPPED_ARGUMENTS = ("batch_input_shape",)
+# Arguments kgraph's configs carry that these Keras constructors do not accept.
+_KERAS_REJECTS = {"SpatialDropout1D": ("trainable",), "SpatialDropout2D": ("trainable",),
+                  "SpatialDropout3D": ("trainable",)}
 
 
 def model_to_keras(model):
@@ -26,12 +30,16 @@ def _layer(data, where):
         return _op(data, where)
     config = data["config"]
     if class_name == "Functional":
-        config = dict(config, layers=[_entry(entry, where) for entry in config["layers"]])
+        nested = {entry["name"] for entry in config["layers"] if entry["class_name"] == "Functional"}
+        config = dict(config, layers=[_entry(entry, where) for entry in config["layers"]],
+                      input_layers=shift_model_refs(config["input_layers"], nested, 1),
+                      output_layers=shift_model_refs(config["output_layers"], nested, 1))
         return {"module": "keras.src.models.functional", "class_name": "Functional", "config": config,
                 "registered_name": "Functional", "build_config": {"input_shape": None}}
     if class_name == "Sequential":
         config = dict(config, layers=[_layer(entry, where) for entry in config["layers"]])
         return {"module": "keras", "class_name": "Sequential", "config": config, "registered_name": None}
+    config = {k: v for k, v in config.items() if k not in _KERAS_REJECTS.get(class_name, ())}
     out = {"module": "keras.layers", "class_name": class_name, "config": _config(config, f"{where}/{class_name}"),
            "registered_name": None}
     build = data.get("build_config")
@@ -45,9 +53,9 @@ def _layer(data, where):
 def _entry(entry, where):
     out = _layer(entry, where)
     out["name"] = entry["name"]
-    out["inbound_nodes"] = entry["inbound_nodes"]
+    out["inbound_nodes"] = _without_tuples(entry["inbound_nodes"])
     if out["module"].startswith("keras.src.ops."):
-        out["config"], out["inbound_nodes"] = _op_arguments(entry, where)
+        out["config"], out["inbound_nodes"] = _op_arguments(dict(entry, inbound_nodes=out["inbound_nodes"]), where)
     return out
 
 
@@ -71,6 +79,17 @@ def _op_arguments(entry, where):
     nodes = [{"args": node["args"], "kwargs": {k: v for k, v in node["kwargs"].items() if _has_tensor(v)}}
              for node in nodes]
     return config, nodes
+
+
+def _without_tuples(value):
+    """Keras 3 writes tuples in call arguments as JSON lists (and has no ``__tuple__`` form)."""
+    if isinstance(value, list):
+        return [_without_tuples(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("class_name") == "__tuple__":
+        return _without_tuples(value["config"]["value"])
+    return {k: _without_tuples(v) for k, v in value.items()}
 
 
 def _has_tensor(value):

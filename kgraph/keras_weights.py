@@ -11,12 +11,16 @@ import re
 import numpy as np
 
 from kgraph.layers.bidirectional import Bidirectional
+from kgraph.layers.grouped_query_attention import GroupQueryAttention
 from kgraph.layers.multi_head_attention import MultiHeadAttention
 from kgraph.layers.recurrent_base import RecurrentBase
 from kgraph.layers.rnn import RNN, TimeDistributed
 from kgraph.layers.rnn_cells import StackedRNNCells
 
 _ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
+_GROUPED_ATTENTION_LAYERS = ("query_dense", "key_dense", "gate_dense", "value_dense", "output_dense")
+# Keras names h5 groups after its Python class, which differs from the exported name for these.
+_H5_CLASS_NAMES = {"GroupQueryAttention": "GroupedQueryAttention"}
 
 
 def h5py_module():
@@ -54,8 +58,7 @@ def _container(layers, prefix):
 
 
 def _class_name(layer):
-    return "Functional" if hasattr(layer, "nodes_by_depth") and type(layer).__name__ == "Model" \
-        else type(layer).__name__
+    return _H5_CLASS_NAMES.get(type(layer).__name__, type(layer).__name__)
 
 
 def _groups(layer, prefix):
@@ -78,6 +81,9 @@ def _groups(layer, prefix):
         per = 2 if layer.use_bias else 1
         return [(prefix, [])] + [(_join(prefix, name), own[i * per:(i + 1) * per])
                                  for i, name in enumerate(_ATTENTION_GROUPS)]
+    if isinstance(layer, GroupQueryAttention):
+        return [(prefix, _own(layer))] + [group for name in _GROUPED_ATTENTION_LAYERS if hasattr(layer, name)
+                                          for group in _groups(getattr(layer, name), _join(prefix, f"_{name}"))]
     return [(prefix, _own(layer))]
 
 
