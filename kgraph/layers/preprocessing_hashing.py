@@ -138,13 +138,11 @@ class Hashing(StringInputLayer):
     def call(self, inputs):
         self.refuse_symbolic(inputs)
         values = np.asarray(inputs)
-        if values.dtype.kind == "f":
-            raise ValueError(f"Layer '{self.name}' (Hashing) hashes strings and integers. Received inputs of dtype "
-                             f"{values.dtype}")
-        if self.mask_value is None:
-            bins = hash_bins(values, self.num_bins, self.salt)
+        hashed = values.astype(np.int64) if values.dtype.kind == "f" else values  # Keras truncates floats
+        if self.mask_value is None or self.num_bins == 1:
+            bins = hash_bins(hashed, self.num_bins, self.salt)
         else:
-            bins = hash_bins(values, self.num_bins - 1, self.salt) + 1
+            bins = hash_bins(hashed, self.num_bins - 1, self.salt) + 1
             mask = np.vectorize(lambda v: v == self.mask_value, otypes=[bool])(values) if values.size else False
             bins = np.where(mask, 0, bins)
         return encode_categorical(bins, self.output_mode, self.num_bins, self.output_dtype)

@@ -17,7 +17,8 @@ def test_numeric_preprocessing_exports_as_plain_ops():
     bins = L.Discretization(bin_boundaries=[-1.0, 0.0, 1.0])(x)
     outputs = [L.Dense(2)(adapted(x)), L.Normalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 9.0], invert=True)(x),
                bins, L.Discretization(bin_boundaries=[-1.0, 0.0, 1.0], output_mode="count")(x),
-               L.CategoryEncoding(4, "one_hot")(bins), L.CategoryEncoding(4)(bins), L.CategoryEncoding(4, "count")(bins)]
+               L.CategoryEncoding(4, "one_hot")(bins), L.CategoryEncoding(4)(bins),
+               L.CategoryEncoding(4, "count")(bins)]
     proto = assert_parity(perturb(kgraph.Model(x, outputs)))
     assert {"Sub", "Div", "GreaterOrEqual", "ReduceSum", "ReduceMax"} <= {n.op_type for n in proto.graph.node}
 

@@ -32,9 +32,9 @@ def test_farmhash_hashing_gives_the_values_of_keras_documentation():
     np.testing.assert_array_equal(L.Hashing(7, output_mode="multi_hot")(np.array([[3, 40]])).sum(), 2)
 
 
-def test_hashing_refuses_floats_and_bad_salts():
-    with pytest.raises(ValueError, match="hashes strings and integers"):
-        L.Hashing(3, salt=1)(np.array([1.5]))
+def test_hashing_truncates_floats_and_refuses_bad_salts():
+    layer = L.Hashing(9, salt=1)
+    np.testing.assert_array_equal(layer(np.array([1.5, -2.7])), layer(np.array(["1", "-2"])))
     with pytest.raises(ValueError, match="`salt` argument"):
         L.Hashing(3, salt="x")
 
