@@ -10,13 +10,16 @@ KERAS_FORMAT_VERSION = "3.15.1"
 
 
 def load_keras_model(filepath, custom_objects=None):
-    """Load a Keras 3 ``.keras`` archive, uncompiled; no code from the file runs, unknown classes need ``custom_objects``."""
+    """Load a Keras 3 ``.keras`` archive, uncompiled; no code from it runs; unknown classes need ``custom_objects``."""
     source = os.fspath(filepath)
     keras_weights.h5py_module()
     config, _, weights = keras_archive.read_archive(source)
     from kgraph.serialization import deserialize_layer
-    data = layer_from_keras(config, dict(custom_objects or {}))
-    model = deserialize_layer(data, custom_objects)
+    try:
+        model = deserialize_layer(layer_from_keras(config, dict(custom_objects or {})), custom_objects)
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
+        raise ValueError(f"Cannot load '{source}': the model its {keras_archive.CONFIG} describes cannot be rebuilt "
+                         f"({type(err).__name__}: {err}).") from None
     if not hasattr(model, "layers"):
         raise ValueError(f"Cannot load '{source}': it holds a {config.get('class_name')}, not a model.")
     if weights is not None:

@@ -98,6 +98,82 @@ def test_keras_loads_kgraph_files(tmp_path):
                                    err_msg=name)
 
 
+def _keras_models(keras):
+    """Keras models covering the layer kinds kgraph supports, by name."""
+    L = keras.layers
+
+    def seq(shape, *stack, dtype="float32"):
+        return keras.Sequential([keras.Input(shape, dtype=dtype), *stack])
+
+    x, y = keras.Input((4, 6)), keras.Input((4, 6))
+    merged = [L.Add()([x, y]), L.Subtract()([x, y]), L.Multiply()([x, y]), L.Average()([x, y]),
+              L.Maximum()([x, y]), L.Minimum()([x, y]), L.Concatenate(axis=1)([x, y]), L.Dot(axes=2)([x, y]),
+              L.Attention()([x, y]), L.AdditiveAttention()([x, y]),
+              L.MultiHeadAttention(2, 3, value_dim=2, output_shape=5, use_bias=False)(x, y, use_causal_mask=True),
+              L.GroupQueryAttention(head_dim=3, num_query_heads=2, num_key_value_heads=1)(x, y),
+              keras.ops.sum(x * 2.0 - y, axis=1), x[:, 1:3] @ keras.ops.transpose(y[:, :2], (0, 2, 1))]
+    z = keras.Input((6,))
+    inner = keras.Sequential([keras.Input((6,)), L.Dense(3)])
+    sub_input = keras.Input((3,))
+    sub = keras.Model(sub_input, L.Dense(2)(sub_input), name="sub")
+    shared = L.Dense(6)
+    return {
+        "dense": seq((4,), L.Dense(3, activation="gelu", use_bias=False), L.Activation("softmax")),
+        "reshaping": seq((4, 3), L.Flatten(), L.Reshape((3, 4)), L.Permute((2, 1)), L.Dropout(0.2)),
+        "conv1d": seq((8, 3), L.Conv1D(4, 3, strides=2, padding="causal"), L.MaxPooling1D(2), L.GlobalMaxPooling1D()),
+        "conv2d": seq((8, 8, 3), L.Conv2D(4, 3, dilation_rate=2, padding="same"), L.AveragePooling2D(2),
+                      L.DepthwiseConv2D(3, depth_multiplier=2), L.SeparableConv2D(3, 2), L.GlobalMaxPooling2D()),
+        "conv2d_transpose": seq((4, 4, 2), L.Conv2DTranspose(3, 3, strides=2, padding="same"), L.UpSampling2D(2),
+                                L.ZeroPadding2D(1), L.Cropping2D(2)),
+        "conv1d_variants": seq((5, 2), L.Conv1DTranspose(3, 3, strides=2), L.UpSampling1D(2), L.ZeroPadding1D(1),
+                               L.Cropping1D(1), L.DepthwiseConv1D(3), L.SeparableConv1D(2, 2)),
+        "conv3d": seq((4, 4, 4, 2), L.Conv3D(3, 2), L.MaxPooling3D(1), L.Conv3DTranspose(2, 2), L.UpSampling3D(1),
+                      L.ZeroPadding3D(1), L.Cropping3D(1), L.GlobalAveragePooling3D()),
+        "normalization": seq((5, 6), L.LayerNormalization(center=False), L.GroupNormalization(2),
+                             L.UnitNormalization(), L.RMSNormalization(), L.BatchNormalization(scale=False)),
+        "activations": seq((6,), L.ReLU(max_value=2.0), L.LeakyReLU(0.2), L.PReLU(), L.ELU(), L.Softmax()),
+        "noise_and_scaling": seq((4, 3), L.Rescaling(0.5, 1.0), L.Identity(), L.SpatialDropout1D(0.1),
+                                 L.GaussianNoise(0.1), L.GaussianDropout(0.1), L.AlphaDropout(0.1),
+                                 L.ActivityRegularization(0.01), L.Masking(0.0), L.Flatten(), L.RepeatVector(2)),
+        "embedding": seq((5,), L.Embedding(7, 3), L.GlobalAveragePooling1D(), dtype="int32"),
+        "recurrent": seq((5, 3), L.SimpleRNN(3, return_sequences=True),
+                         L.LSTM(2, return_sequences=True, go_backwards=True), L.GRU(2, reset_after=False)),
+        "cells": seq((5, 3), L.RNN(L.LSTMCell(3), return_sequences=True), L.RNN([L.GRUCell(2), L.SimpleRNNCell(2)])),
+        "bidirectional": seq((5, 3), L.Bidirectional(L.GRU(2, return_sequences=True), merge_mode="sum"),
+                             L.Bidirectional(L.SimpleRNN(2), merge_mode="mul")),
+        "time_distributed": seq((4, 3), L.TimeDistributed(L.Dense(2))),
+        "conv_lstm": seq((3, 5, 5, 2), L.ConvLSTM2D(2, 3)),
+        "einsum_dense": seq((5, 4), L.EinsumDense("abc,cd->abd", output_shape=(None, 3), bias_axes="d")),
+        "merging_attention_ops": keras.Model([x, y], merged),
+        "nested_models": keras.Model(z, [sub(inner(z)), inner(z)]),
+        "shared_layer": keras.Model(z, shared(shared(z))),
+    }
+
+
+def test_keras_layer_kinds_load_and_save_both_ways(tmp_path):
+    keras = _keras()
+    rng = np.random.default_rng(2)
+    for name, model in _keras_models(keras).items():
+        for weight in model.non_trainable_weights:  # moving statistics away from their initial values
+            weight.assign(rng.uniform(0.5, 1.5, size=weight.shape).astype(weight.dtype))
+        inputs = [rng.integers(0, 7, size=(2, *t.shape[1:])).astype("int32") if t.dtype == "int32"
+                  else rng.normal(size=(2, *t.shape[1:])).astype("float32") for t in model.inputs]
+        model.save(tmp_path / f"{name}.keras")
+        ours = kgraph.load_model(tmp_path / f"{name}.keras")
+        expected = _outputs(model, inputs)
+        for got, want in zip(_outputs(ours, inputs), expected):
+            np.testing.assert_allclose(got, want, atol=1e-5, rtol=0, err_msg=f"{name}: Keras file in kgraph")
+        ours.save(tmp_path / f"{name}_kgraph.keras")
+        theirs = keras.saving.load_model(tmp_path / f"{name}_kgraph.keras")
+        for got, want in zip(_outputs(theirs, inputs), expected):
+            np.testing.assert_allclose(got, want, atol=1e-5, rtol=0, err_msg=f"{name}: kgraph file in Keras")
+
+
+def _outputs(model, inputs):
+    outputs = model.predict(inputs[0] if len(inputs) == 1 else inputs, verbose=0)
+    return [np.asarray(o) for o in (outputs if isinstance(outputs, list) else [outputs])]
+
+
 # ----- hostile and broken archives ------------------------------------------------------------------------
 
 def _archive(path, members, compression=zipfile.ZIP_STORED):
@@ -156,6 +232,13 @@ def test_truncated_and_corrupt_archives_are_clear_errors(tmp_path):
     (tmp_path / "cut.keras").write_bytes(whole[:len(whole) // 2])
     with pytest.raises(ValueError, match="truncated or corrupt"):
         kgraph.load_model(tmp_path / "cut.keras")
+    malformed = _mlp_members()
+    malformed["config.json"] = json.dumps({"class_name": "Functional", "config": {"layers": [{"config": 1}]}})
+    with pytest.raises(ValueError, match="Expected a Keras object with 'class_name' and 'config' at config.layers"):
+        kgraph.load_model(_archive(tmp_path / "malformed.keras", malformed))
+    malformed["config.json"] = json.dumps({"class_name": "Functional", "config": {"layers": []}})
+    with pytest.raises(ValueError, match="cannot be rebuilt"):
+        kgraph.load_model(_archive(tmp_path / "malformed.keras", malformed))
     bad_json = _archive(tmp_path / "json.keras", {**_mlp_members(), "config.json": b"{not json"})
     with pytest.raises(ValueError, match="config.json is not valid JSON"):
         kgraph.load_model(bad_json)
