@@ -98,8 +98,6 @@ def image_output_shape(input_shape, height, width, data_format):
 class Resizing(Layer):
     """Resizes images to ``(height, width)`` (bilinear or nearest; optionally cropped or padded to aspect)."""
 
-    _preserves_dtype = True
-
     def __init__(self, height, width, interpolation="bilinear", crop_to_aspect_ratio=False,
                  pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0, antialias=False, data_format=None,
                  **kwargs):

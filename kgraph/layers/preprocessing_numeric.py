@@ -303,7 +303,7 @@ class CategoryEncoding(Layer):
                                  f"Received `count_weights={count_weights}`.")
             encoded = ops.one_hot(inputs, self.num_tokens, dtype=self.compute_dtype)
             weighted = ops.multiply(encoded, ops.expand_dims(ops.cast(count_weights, self.compute_dtype), -1))
-            return ops.sum(weighted, axis=1 if len(np.shape(inputs)) > 1 else 0)
+            return ops.sum(weighted, axis=1 if len(inputs.shape) > 1 else 0)
         return encode_categorical(inputs, self.output_mode, self.num_tokens, self.compute_dtype)
 
     def compute_output_shape(self, input_shape):

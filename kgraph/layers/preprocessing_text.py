@@ -133,10 +133,39 @@ class TextVectorization(StringInputLayer):
     def get_config(self):
         config = super().get_config()
         lookup = self._lookup_layer.get_config()
-        config.update({"max_tokens": self.max_tokens, "standardize": self.standardize, "split": self.split,
+        config.update({"max_tokens": self.max_tokens, "standardize": self._function_config(self.standardize),
+                       "split": self._function_config(self.split),
                        "ngrams": self.ngrams, "output_mode": self.output_mode,
                        "output_sequence_length": self.output_sequence_length,
                        "pad_to_max_tokens": self.pad_to_max_tokens, "sparse": self.sparse, "ragged": self.ragged,
                        "vocabulary": lookup["vocabulary"], "idf_weights": lookup["idf_weights"],
                        "encoding": self.encoding, "vocabulary_size": self.vocabulary_size()})
         return config
+
+    def _function_config(self, option):
+        """A callable option is saved by name only (files hold no code); loading takes it from custom_objects."""
+        if not callable(option):
+            return option
+        name = getattr(option, "__name__", None)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"Cannot save TextVectorization layer '{self.name}': {option!r} has no name to restore "
+                             "it by (a Python lambda), and kgraph files hold no code. Define it with `def` and pass "
+                             "it in `custom_objects` when loading.")
+        return {"module": getattr(option, "__module__", None), "class_name": "function", "config": name,
+                "registered_name": "function"}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """Rebuild the layer; a callable ``standardize``/``split`` comes from ``custom_objects`` by name."""
+        config = dict(config)
+        for argument in ("standardize", "split"):
+            value = config.get(argument)
+            if isinstance(value, dict) and value.get("class_name") == "function":
+                found = (custom_objects or {}).get(value["config"])
+                if not callable(found):
+                    raise ValueError(f"Cannot load TextVectorization layer '{config.get('name')}': its `{argument}` "
+                                     f"is the Python function '{value['config']}', and kgraph never loads code from "
+                                     f"a model file. Pass it when loading: `custom_objects={{'{value['config']}': "
+                                     f"{value['config']}}}`.")
+                config[argument] = found
+        return cls(**config)

@@ -126,3 +126,20 @@ def test_string_model_end_to_end_saves_loads_and_trains(tmp_path):
     before, after = model.predict(x, verbose=0), loaded.predict(x, verbose=0)
     np.testing.assert_array_equal(before[0], after[0])
     assert after[1][2].tolist() == ["very", "good", "", "", ""]
+
+
+def shout(text):
+    """A custom standardization for the test below."""
+    return text.upper()
+
+
+def test_callable_standardize_is_saved_by_name_and_restored_from_custom_objects(tmp_path):
+    text = kgraph.Input(shape=(), dtype="string")
+    model = kgraph.Model(text, L.TextVectorization(standardize=shout, vocabulary=["A", "B"])(text))
+    model.save(tmp_path / "m.pkl")
+    with pytest.raises(ValueError, match="custom_objects=\\{'shout': shout\\}"):
+        kgraph.load_model(tmp_path / "m.pkl")
+    loaded = kgraph.load_model(tmp_path / "m.pkl", custom_objects={"shout": shout})
+    np.testing.assert_array_equal(loaded.predict(np.array(["a b c"]), verbose=0), [[2, 3, 1]])
+    with pytest.raises(ValueError, match="has no name to restore it by"):
+        L.TextVectorization(split=lambda s: s.split(",")).get_config()
