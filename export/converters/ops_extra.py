@@ -17,7 +17,10 @@ def convert_composite(ctx):
     fn = type(ctx.layer).fn
     fn = getattr(fn, "__wrapped__", fn)
     with tracing.scratch():
-        inputs, outputs = tracing.trace(fn, ctx.node.call_args, ctx.node.call_kwargs)
+        try:
+            inputs, outputs = tracing.trace(fn, ctx.node.call_args, ctx.node.call_kwargs)
+        except (TypeError, ValueError) as err:  # a part of the composition that runs on values only
+            raise ctx.error(f"its composition cannot be traced into ONNX-convertible ops: {err}") from err
         flat = tree.flatten(outputs)
         if not all(isinstance(t, KerasTensor) for t in flat):
             raise ctx.error("an output does not depend on the inputs")

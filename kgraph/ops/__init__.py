@@ -33,11 +33,13 @@ from kgraph.ops.numpy_index import *  # noqa: F401,F403
 from kgraph.ops.numpy_index import __all__ as _numpy_index_all
 from kgraph.ops.nn_extra import *  # noqa: F401,F403
 from kgraph.ops.nn_extra import __all__ as _nn_extra_all
+from kgraph.ops.linalg import *  # noqa: F401,F403
+from kgraph.ops.linalg import __all__ as _linalg_all
 
 __all__ = sorted(_conv_all + _conv_pool_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
                  + _reductions_all + _shape_all + _numpy_math_all
                  + _numpy_reductions_all + _numpy_shape_all
-                 + _numpy_index_all + _nn_extra_all)
+                 + _numpy_index_all + _nn_extra_all + _linalg_all)
 
 
 from kgraph.ops import operations as _operations  # noqa: E402
