@@ -43,6 +43,7 @@ class _Depthwise1DBase(Layer):
                                name=name)
 
     def _add_bias(self, size):
+        """The ``(size,)`` bias (None without ``use_bias``)."""
         self.bias = self.add_weight(shape=(size,), initializer=self.bias_initializer,
                                     regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
 
