@@ -198,7 +198,7 @@ class RandomTranslation(_RandomAffine):
 
 
 class RandomFlip(_RandomLayer):
-    """Flips each image left-right and/or up-down with probability 1/2 (``mode``)."""
+    """Flips each image with probability 1/2 along ``mode``'s axes (both at once for horizontal_and_vertical)."""
 
     def __init__(self, mode="horizontal_and_vertical", seed=None, data_format=None, **kwargs):
         super().__init__(seed=seed, data_format=data_format, **kwargs)
@@ -207,11 +207,9 @@ class RandomFlip(_RandomLayer):
         self.mode = mode
 
     def augment(self, x):
-        for axis, wanted in ((2, "horizontal"), (1, "vertical")):
-            if wanted in self.mode:
-                flip = self.rng.uniform(size=(x.shape[0], 1, 1, 1)) <= 0.5
-                x = ops.where(flip, ops.flip(x, axis=axis), x)
-        return x
+        flip = self.rng.uniform(size=(x.shape[0], 1, 1, 1)) <= 0.5
+        axes = [axis for axis, wanted in ((2, "horizontal"), (1, "vertical")) if wanted in self.mode]
+        return ops.where(flip, ops.flip(x, axis=tuple(axes)), x)
 
     def get_config(self):
         config = super().get_config()

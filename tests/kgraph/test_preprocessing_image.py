@@ -84,6 +84,9 @@ def test_augmentations_do_what_they_say():
     flipped = L.RandomFlip("horizontal", seed=1)(x, training=True)
     for image, out in zip(x, flipped):
         assert np.array_equal(out, image) or np.array_equal(out, image[:, ::-1])
+    turned = L.RandomFlip(seed=1)(x, training=True)
+    for image, out in zip(x, turned):
+        assert np.array_equal(out, image) or np.array_equal(out, image[::-1, ::-1])
     np.testing.assert_allclose(L.RandomRotation((0.25, 0.25))(x, training=True), np.rot90(x, 1, axes=(1, 2)),
                                atol=1e-3)
     shifted = L.RandomTranslation((0.5, 0.5), 0.0, fill_mode="constant")(x, training=True)
@@ -127,3 +130,26 @@ def test_resizing_and_center_crop_match_keras():
     for size in ((4, 5), (9, 4), (3, 12)):
         expected = keras.ops.convert_to_numpy(keras.layers.CenterCrop(*size)(x))
         np.testing.assert_allclose(L.CenterCrop(*size)(x), expected, atol=1e-3)
+
+
+@needs_keras
+@pytest.mark.parametrize("name, kwargs", [
+    ("RandomRotation", {"factor": (0.1, 0.1)}), ("RandomRotation", {"factor": (0.1, 0.1), "fill_mode": "constant"}),
+    ("RandomRotation", {"factor": (-0.05, -0.05), "fill_mode": "nearest", "interpolation": "nearest"}),
+    ("RandomZoom", {"height_factor": (0.2, 0.2)}),
+    ("RandomZoom", {"height_factor": (-0.3, -0.3), "width_factor": (0.1, 0.1), "fill_mode": "wrap"}),
+    ("RandomTranslation", {"height_factor": (0.1, 0.1), "width_factor": (-0.2, -0.2)}),
+    ("RandomTranslation", {"height_factor": (0.25, 0.25), "width_factor": (0.3, 0.3), "fill_mode": "constant",
+                           "fill_value": 5.0}),
+    ("RandomBrightness", {"factor": (0.1, 0.1)}), ("RandomContrast", {"factor": 0.0}),
+])
+def test_augmentation_geometry_and_fills_match_keras_at_fixed_factors(name, kwargs):
+    import keras
+    x = _images((2, 8, 10, 3))
+    ours = getattr(L, name)(**kwargs)
+    expected = keras.ops.convert_to_numpy(getattr(keras.layers, name)(**kwargs)(x, training=True))
+    # Pixel values up to 255 interpolated in float32: 1e-3 absolute is rounding.
+    np.testing.assert_allclose(ours(x, training=True), expected, atol=1e-3)
+    theirs = getattr(keras.layers, name)(**kwargs).get_config()
+    assert {k: theirs[k] for k in theirs if k not in ("name", "dtype", "trainable")} == \
+        {k: v for k, v in ours.get_config().items() if k not in ("name", "dtype", "trainable")}
