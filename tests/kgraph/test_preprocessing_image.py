@@ -153,3 +153,17 @@ def test_augmentation_geometry_and_fills_match_keras_at_fixed_factors(name, kwar
     theirs = getattr(keras.layers, name)(**kwargs).get_config()
     assert {k: theirs[k] for k in theirs if k not in ("name", "dtype", "trainable")} == \
         {k: v for k, v in ours.get_config().items() if k not in ("name", "dtype", "trainable")}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: L.Resizing(3, 5, dtype="float64"), lambda: L.Resizing(5, 5, pad_to_aspect_ratio=True, dtype="float64"),
+    lambda: L.CenterCrop(5, 3, dtype="float64"), lambda: L.RandomRotation(0.1, seed=3, dtype="float64"),
+    lambda: L.RandomZoom(0.2, fill_mode="constant", seed=3, dtype="float64"),
+    lambda: L.RandomContrast(0.5, value_range=(-10, 10), seed=3, dtype="float64"),
+    lambda: L.RandomFlip(seed=3, dtype="float64"), lambda: L.Normalization(mean=1.0, variance=4.0, dtype="float64"),
+])
+def test_image_and_normalization_gradients_match_finite_differences(make):
+    from tests.gradcheck import check_gradients
+    x = np.random.default_rng(1).normal(size=(2, 4, 4, 2))
+    # A fresh layer per call: the same seed gives the same random transform every time.
+    check_gradients(lambda xs: make()(xs[0], training=True), [x])
