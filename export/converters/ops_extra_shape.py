@@ -8,7 +8,7 @@ from export.registry import op_converter
 
 register_composites(["hstack", "vstack", "dstack", "append", "array_split", "hsplit", "vsplit", "dsplit", "fliplr",
                      "flipud", "rot90", "tril", "triu", "diagonal", "trace", "diag", "diagflat", "linspace",
-                     "logspace", "geomspace", "meshgrid", "get_item", "empty_like", "tensordot", "dot", "inner",
+                     "logspace", "geomspace", "meshgrid", "empty_like", "tensordot", "dot", "inner",
                      "outer", "vdot", "kron", "cross", "select", "trapezoid", "vander", "corrcoef", "correlate"])
 
 _CONSTANT = "takes sizes, not tensors: the result is a constant"

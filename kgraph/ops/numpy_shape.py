@@ -10,7 +10,7 @@ from kgraph.ops.numpy_math import dtype_of, floating
 
 __all__ = [
     "append", "array", "array_split", "bartlett", "blackman", "copy", "diag", "diagflat", "diagonal", "dsplit",
-    "dstack", "empty", "empty_like", "fliplr", "flipud", "geomspace", "get_item", "hamming", "hanning", "hsplit",
+    "dstack", "empty", "empty_like", "fliplr", "flipud", "geomspace", "hamming", "hanning", "hsplit",
     "hstack", "identity", "kaiser", "linspace", "logspace", "meshgrid", "rot90", "size", "trace", "tri", "tril",
     "triu", "vsplit", "vstack",
 ]
@@ -200,11 +200,6 @@ def meshgrid(*x, indexing="xy"):
 def copy(x):
     """A copy of ``x``."""
     return np.array(x, copy=True), lambda g: g
-
-
-def get_item(x, key):
-    """``x[key]`` (``getitem``)."""
-    return _k.getitem(x, key)
 
 
 def size(x):

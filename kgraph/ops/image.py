@@ -1,0 +1,150 @@
+"""Image ops of ``keras.ops.image`` on rank-3 (one image) or rank-4 (batch) inputs, written with other ops.
+
+Resizing is a product with constant interpolation matrices (half-pixel
+centres, as Keras), so it is differentiable and exports as MatMul/Einsum.
+"""
+import numpy as np
+
+from kgraph import ops as _k
+from kgraph.ops.numpy_math import dtype_of, floating
+
+__all__ = ["crop_images", "hsv_to_rgb", "pad_images", "resize", "rgb_to_grayscale", "rgb_to_hsv"]
+
+_INTERPOLATIONS = ("bilinear", "nearest")
+
+
+def _format(data_format):
+    data_format = "channels_last" if data_format is None else data_format
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError("The `data_format` argument must be one of {'channels_first', 'channels_last'}. "
+                         f"Received: data_format={data_format}")
+    return data_format
+
+
+def _axes(images, data_format):
+    """(height axis, width axis, channel axis) of ``images``."""
+    rank = len(_k.shape(images))
+    if rank not in (3, 4):
+        raise ValueError("Invalid images rank: expected rank 3 (single image) or rank 4 (batch of images). "
+                         f"Received: images.shape={_k.shape(images)}")
+    if _format(data_format) == "channels_last":
+        return rank - 3, rank - 2, rank - 1
+    return rank - 2, rank - 1, rank - 3
+
+
+def _interpolation_matrix(in_size, out_size, interpolation):
+    """``(out_size, in_size)`` weights mapping source pixels to output pixels (half-pixel centres)."""
+    out_idx = np.arange(out_size)
+    matrix = np.zeros((out_size, in_size))
+    if interpolation == "nearest":
+        src = np.minimum(np.floor((out_idx + 0.5) * (in_size / out_size)).astype(np.int64), in_size - 1)
+        matrix[out_idx, src] = 1
+        return matrix
+    src = np.clip((out_idx + 0.5) * (in_size / out_size) - 0.5, 0, in_size - 1)
+    low = np.floor(src).astype(np.int64)
+    high = np.minimum(low + 1, in_size - 1)
+    frac = src - low
+    np.add.at(matrix, (out_idx, low), 1 - frac)
+    np.add.at(matrix, (out_idx, high), frac)
+    return matrix
+
+
+def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspect_ratio=False,
+           pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0, data_format=None):
+    """Resize images to ``size = (height, width)`` by bilinear or nearest interpolation (half-pixel centres)."""
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"kgraph resizes with one of {_INTERPOLATIONS}. Received: interpolation={interpolation!r}")
+    if antialias or crop_to_aspect_ratio or pad_to_aspect_ratio:
+        raise ValueError("kgraph's resize has no antialiasing and keeps the aspect ratio it is asked for. Received: "
+                         f"antialias={antialias}, crop_to_aspect_ratio={crop_to_aspect_ratio}, "
+                         f"pad_to_aspect_ratio={pad_to_aspect_ratio}")
+    if len(size) != 2:
+        raise ValueError(f"size must be (height, width). Received: size={size}")
+    images = floating(images)
+    h_axis, w_axis, _ = _axes(images, data_format)
+    dtype = dtype_of(images)
+    out = images
+    for axis, target in ((h_axis, size[0]), (w_axis, size[1])):
+        source = _k.shape(images)[axis]
+        if source == target:
+            continue
+        matrix = _interpolation_matrix(source, target, interpolation).astype(dtype)
+        moved = _k.moveaxis(out, axis, -1)
+        out = _k.moveaxis(_k.matmul(moved, matrix.T), -1, axis)
+    return out
+
+
+def rgb_to_grayscale(images, data_format=None):
+    """Luma of RGB images (ITU-R BT.601 weights), keeping a channel axis of size 1."""
+    _, _, c_axis = _axes(images, data_format)
+    images = floating(images)
+    weights = np.array([0.2989, 0.5870, 0.1140], dtype=dtype_of(images))
+    return _k.expand_dims(_k.tensordot(images, weights, axes=([c_axis], [0])), c_axis)
+
+
+def rgb_to_hsv(images, data_format=None):
+    """RGB images (values in [0, 1]) to hue, saturation and value, each in [0, 1]."""
+    _, _, c_axis = _axes(images, data_format)
+    images = floating(images)
+    r, g, b = _k.unstack(images, axis=c_axis)
+    value = _k.maximum(_k.maximum(r, g), b)
+    spread = value - _k.minimum(_k.minimum(r, g), b)
+    saturation = _k.where(_k.greater(value, 0), spread / _k.where(_k.greater(value, 0), value, 1), 0)
+    safe = _k.where(_k.greater(spread, 0), spread, 1) * 6
+    hue = _k.where(_k.equal(r, value), (g - b) / safe,
+                   _k.where(_k.equal(g, value), (b - r) / safe + 1 / 3, (r - g) / safe + 2 / 3))
+    hue = _k.where(_k.greater(spread, 0), hue, 0)
+    hue = _k.where(_k.less(hue, 0), hue + 1, hue)
+    return _k.stack([hue, saturation, value], axis=c_axis)
+
+
+def hsv_to_rgb(images, data_format=None):
+    """Hue, saturation and value images (each in [0, 1]) to RGB."""
+    _, _, c_axis = _axes(images, data_format)
+    images = floating(images)
+    h, s, v = _k.unstack(images, axis=c_axis)
+    dh = h * 6
+    dr = _k.clip(_k.abs(dh - 3) - 1, 0.0, 1.0)
+    dg = _k.clip(2 - _k.abs(dh - 2), 0.0, 1.0)
+    db = _k.clip(2 - _k.abs(dh - 4), 0.0, 1.0)
+    grey = 1 - s
+    return _k.stack([v * (grey + s * dr), v * (grey + s * dg), v * (grey + s * db)], axis=c_axis)
+
+
+def _margins(name, size, first, last, target):
+    """``(first, last)`` margins along one axis from two of: first, last, the target size."""
+    given = [first is not None, last is not None, target is not None]
+    if sum(given) != 2:
+        raise ValueError(f"{name} needs exactly two of the margins and the target size along each axis. "
+                         f"Received: {first}, {last}, target={target}")
+    if first is None:
+        first = abs(target - size) - last
+    if last is None:
+        last = abs(target - size) - first
+    if first < 0 or last < 0:
+        raise ValueError(f"{name}: the margins must not be negative. Received: {first}, {last} for size {size}")
+    return first, last
+
+
+def pad_images(images, top_padding=None, left_padding=None, bottom_padding=None, right_padding=None,
+               target_height=None, target_width=None, data_format=None):
+    """Zero-pad images on each side (margins given, or derived from a target size)."""
+    h_axis, w_axis, _ = _axes(images, data_format)
+    shape = _k.shape(images)
+    widths = [(0, 0)] * len(shape)
+    widths[h_axis] = _margins("pad_images", shape[h_axis], top_padding, bottom_padding, target_height)
+    widths[w_axis] = _margins("pad_images", shape[w_axis], left_padding, right_padding, target_width)
+    return _k.pad(images, widths)
+
+
+def crop_images(images, top_cropping=None, left_cropping=None, bottom_cropping=None, right_cropping=None,
+                target_height=None, target_width=None, data_format=None):
+    """Crop images on each side (margins given, or derived from a target size)."""
+    h_axis, w_axis, _ = _axes(images, data_format)
+    shape = _k.shape(images)
+    key = [slice(None)] * len(shape)
+    for axis, first, last, target in ((h_axis, top_cropping, bottom_cropping, target_height),
+                                      (w_axis, left_cropping, right_cropping, target_width)):
+        first, last = _margins("crop_images", shape[axis], first, last, target)
+        key[axis] = slice(first, shape[axis] - last)
+    return _k.getitem(images, tuple(key))
