@@ -13,7 +13,9 @@ from kgraph.ops.operations import get_op_class
 from kgraph.serialization import OPS_MODULE
 
 _PLAIN_FORMS = ("__keras_tensor__", "__tuple__", "__slice__", "__numpy__", "__ellipsis__")
-_MODEL_CLASSES = ("Functional", "Sequential", "Model")
+_MODEL_CLASSES = ("Functional", "Sequential")
+# Keras arguments whose saved value has no effect unless another argument, left unset, enables them.
+_INERT = {("renorm_momentum", 0.99)}
 _MIXED_PREFIXES = ("mixed_", "int8", "int4", "float8", "gptq", "awq")
 
 
@@ -39,9 +41,9 @@ def layer_from_keras(data, custom_objects, path="config"):
         raise ValueError(f"Expected a Keras object with 'class_name' and 'config' at {path} of the .keras config. "
                          f"Received: {str(data)[:200]}")
     class_name = data["class_name"]
-    custom = custom_objects.get(class_name) or custom_objects.get(data.get("registered_name"))
-    if custom is not None:
-        return {"class_name": class_name, "config": _value(data["config"], custom_objects, path)}
+    for key in (class_name, data.get("registered_name")):
+        if key in custom_objects:
+            return {"class_name": key, "config": _value(data["config"], custom_objects, path)}
     if _module(data).startswith(("keras.src.ops.", "keras.ops")):
         if get_op_class(class_name) is None:
             raise _unknown("operation", data, path)
@@ -196,12 +198,7 @@ def _supported_arguments(cls, config, path):
     for key, value in config.items():
         if key in accepted:
             out[key] = value
-        elif value not in (None, False, 0, 0.0, [], {}) and not _inert(cls, key, value):
+        elif value not in (None, False, 0, 0.0, [], {}) and (key, value) not in _INERT:
             raise ValueError(f"Layer '{config.get('name')}' ({cls.__name__}) at {path} of the .keras config uses "
                              f"`{key}={value!r}`, which kgraph does not support.")
     return out
-
-
-def _inert(cls, key, value):
-    """Keras arguments whose saved value has no effect unless another, unset argument enables them."""
-    return (key, value) == ("renorm_momentum", 0.99)

@@ -5,6 +5,7 @@ The shipped files in tests/data/keras were written by Keras 3.15.1 (tests/data/k
 tests that run Keras itself skip where it is not installed. Tolerance: 1e-5 absolute on float32 outputs of order
 one, where Keras (torch) and kgraph (NumPy) sum in different orders.
 """
+import io
 import json
 import os
 import struct
@@ -278,3 +279,64 @@ def test_missing_h5py_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "h5py", None)
     with pytest.raises(ImportError, match=r"kgraph\[keras\]"):
         kgraph.load_model(DATA / "mlp.keras")
+
+
+def _edited_config(name, edit):
+    """The members of a shipped archive with ``edit(config)`` applied to its config.json."""
+    with zipfile.ZipFile(DATA / f"{name}.keras") as zf:
+        members = {member: zf.read(member) for member in zf.namelist()}
+    config = json.loads(members["config.json"])
+    edit(config)
+    members["config.json"] = json.dumps(config).encode()
+    return members
+
+
+def _layer_config(config, class_name):
+    return next(entry for entry in config["config"]["layers"] if entry["class_name"] == class_name)
+
+
+def test_keras_arguments_kgraph_lacks_are_refused_unless_inert(tmp_path):
+    def gate(config):
+        _layer_config(config, "MultiHeadAttention")["config"]["use_gate"] = True
+    with pytest.raises(ValueError, match=r"MultiHeadAttention\) at config.layers\[1\] .*`use_gate=True`"):
+        kgraph.load_model(_archive(tmp_path / "gate.keras", _edited_config("transformer", gate)))
+
+    def mixed(config):
+        _layer_config(config, "Dense")["config"]["dtype"]["config"]["name"] = "mixed_float16"
+    with pytest.raises(ValueError, match="dtype policy 'mixed_float16'"):
+        kgraph.load_model(_archive(tmp_path / "mixed.keras", _edited_config("mlp", mixed)))
+
+    def constrained(config):
+        _layer_config(config, "Dense")["config"]["kernel_constraint"] = {
+            "module": "keras.constraints", "class_name": "MaxNorm", "config": {"max_value": 2.0, "axis": 0},
+            "registered_name": None}
+    with pytest.warns(UserWarning, match="MaxNorm .* is dropped"):
+        model = kgraph.load_model(_archive(tmp_path / "constrained.keras", _edited_config("mlp", constrained)))
+    inputs, expected = _reference("mlp")
+    np.testing.assert_allclose(_predict(model, inputs), expected, atol=1e-5, rtol=0)
+
+
+def test_custom_classes_come_from_custom_objects(tmp_path):
+    from tests.custom_layers import Linear
+
+    def custom(config):
+        entry = _layer_config(config, "Dense")
+        entry.update(module="my_package.layers", class_name="Linear", registered_name="my_package>Linear")
+        entry["config"] = {"name": entry["config"]["name"], "units": 8, "trainable": True,
+                           "dtype": entry["config"]["dtype"]}
+    members = _edited_config("mlp", custom)
+    import h5py
+    buffer = io.BytesIO(members["model.weights.h5"])
+    with h5py.File(buffer, "r+") as f:
+        f.move("layers/dense", "layers/linear")  # Keras names groups after the class, numbered per class
+        f.move("layers/dense_1", "layers/dense")
+    members["model.weights.h5"] = buffer.getvalue()
+    path = _archive(tmp_path / "custom.keras", members)
+    with pytest.raises(ValueError, match="Unknown layer class 'Linear'"):
+        kgraph.load_model(path)
+    model = kgraph.load_model(path, custom_objects={"my_package>Linear": Linear})
+    reference = kgraph.load_model(DATA / "mlp.keras")
+    layer = model.get_layer("dense")
+    assert isinstance(layer, Linear)
+    for got, want in zip(layer.get_weights(), reference.get_layer("dense").get_weights()):
+        np.testing.assert_array_equal(got, want)
