@@ -3,7 +3,7 @@ import collections
 
 import numpy as np
 
-from kgraph import backend
+from kgraph import backend, ops
 from kgraph.keras_tensor import KerasTensor
 from kgraph.layers.preprocessing_hashing import StringInputLayer, as_text, hash_bins, string_array
 from kgraph.layers.preprocessing_numeric import batches_of, validate_output_mode
@@ -11,22 +11,28 @@ from kgraph.layers.preprocessing_numeric import batches_of, validate_output_mode
 LOOKUP_MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
 
 
-def encode_tokens(indices, output_mode, depth, idf_weights=None, dropped=None):
-    """Token indices as vectors over the last axis (a rank-1 input is one sample), Keras's lookup encodings."""
-    indices = np.asarray(indices)
-    if indices.ndim == 0:
-        indices = indices[None]
-    if output_mode == "one_hot" and indices.ndim > 1 and indices.shape[-1] == 1:
-        indices = indices[..., 0]
-    keep = np.ones(indices.shape, bool) if dropped is None else ~dropped.reshape(indices.shape)
-    encoded = (np.eye(depth, dtype=backend.floatx())[np.where(keep, indices, 0)]
-               * keep[..., None].astype(backend.floatx()))
+def encode_tokens(indices, output_mode, depth, idf_weights=None, keep=None):
+    """Token indices as vectors over the last axis (a rank-1 input is one sample), Keras's lookup encodings.
+
+    ``keep`` (bool, like ``indices``) drops the positions that are False (mask tokens). Written with
+    ``kgraph.ops``, so that it runs on arrays and traces on KerasTensors alike.
+    """
+    dtype = backend.floatx()
+    if len(indices.shape) == 0:
+        indices = ops.expand_dims(indices, 0)
+        keep = None if keep is None else ops.expand_dims(keep, 0)
+    if output_mode == "one_hot" and len(indices.shape) > 1 and indices.shape[-1] == 1:
+        indices = ops.squeeze(indices, -1)
+        keep = None if keep is None else ops.squeeze(keep, -1)
+    encoded = ops.one_hot(indices, depth, dtype=dtype)
+    if keep is not None:
+        encoded = ops.multiply(encoded, ops.expand_dims(ops.cast(keep, dtype), -1))
     if output_mode == "one_hot":
         return encoded
     if output_mode == "multi_hot":
-        return encoded.max(axis=-2)
-    counts = encoded.sum(axis=-2)
-    return counts if output_mode == "count" else counts * np.asarray(idf_weights, backend.floatx())
+        return ops.max(encoded, axis=-2)
+    counts = ops.sum(encoded, axis=-2)
+    return counts if output_mode == "count" else ops.multiply(counts, np.asarray(idf_weights, dtype))
 
 
 class IndexLookup(StringInputLayer):
@@ -185,14 +191,46 @@ class IndexLookup(StringInputLayer):
         return np.array(tokens, dtype=object if self.vocabulary_dtype == "string" else np.int64).reshape(indices.shape)
 
     def call(self, inputs):
-        self.refuse_symbolic(inputs)
-        if self.invert:
+        if isinstance(inputs, KerasTensor):
+            indices, keep = self._traced_lookup(inputs)
+        elif self.invert:
             return self._invert(inputs)
-        indices, is_mask = self.lookup(inputs)
+        else:
+            indices, is_mask = self.lookup(inputs)
+            keep = ~is_mask if self.mask_token is not None else None
         if self.output_mode == "int":
             return indices
         depth = self.max_tokens if self.pad_to_max_tokens else self.vocabulary_size()
-        return encode_tokens(indices, self.output_mode, depth, self._idf, dropped=is_mask)
+        return encode_tokens(indices, self.output_mode, depth, self._idf, keep)
+
+    def _traced_lookup(self, inputs):
+        """The integer lookup as ops (comparisons with the vocabulary), which is what an export traces."""
+        if self.vocabulary_dtype == "string":
+            self.refuse_symbolic(inputs)
+        if self.num_oov_indices == 0 or (self.num_oov_indices > 1 and self.oov_method != "floormod"):
+            raise ValueError(f"Layer '{self.name}' ({type(self).__name__}) with num_oov_indices="
+                             f"{self.num_oov_indices} and oov_method='{self.oov_method}' must stay in the client: "
+                             "ONNX graphs cannot raise on out-of-vocabulary values or hash them as Keras does. "
+                             "Expected num_oov_indices=1, or several with oov_method='floormod'.")
+        x = ops.cast(inputs, "int64")
+        if self.invert:
+            vocabulary = np.asarray(self.get_vocabulary(), np.int64)
+            inside = ops.logical_and(ops.greater_equal(x, 0), ops.less(x, len(vocabulary)))
+            found = ops.take(vocabulary, ops.clip(x, 0, len(vocabulary) - 1))
+            return ops.where(inside, found, np.int64(self.oov_token)), None
+        oov = np.int64(self._oov_start_index())
+        if self.num_oov_indices > 1:
+            oov = ops.add(ops.mod(x, np.int64(self.num_oov_indices)), oov)
+        indices = ops.multiply(ops.ones_like(x), oov) if self.num_oov_indices == 1 else oov
+        if self._tokens:
+            hits = ops.equal(ops.expand_dims(x, -1), np.asarray(self._tokens, np.int64))
+            position = ops.cast(ops.argmax(ops.cast(hits, "int32"), axis=-1), "int64")
+            indices = ops.where(ops.any(hits, axis=-1), ops.add(position, np.int64(self._token_start_index())),
+                                indices)
+        if self.mask_token is None:
+            return indices, None
+        is_mask = ops.equal(x, np.int64(self.mask_token))
+        return ops.where(is_mask, np.int64(0), indices), ops.logical_not(is_mask)
 
     def compute_output_shape(self, input_shape):
         input_shape = tuple(input_shape)

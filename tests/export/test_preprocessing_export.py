@@ -46,8 +46,30 @@ def test_string_layers_are_a_clear_error_saying_they_stay_in_the_client(make):
         to_onnx(model)
 
 
-def test_integer_lookup_stays_in_the_client_too():
+def _ids(name, shape, dtype, rng):
+    """Integers around the vocabulary below: in it, out of it, negative, and the mask value 0."""
+    return rng.integers(-3, 14, size=shape).astype(dtype)
+
+
+def test_integer_lookup_exports_as_comparisons_with_its_vocabulary():
+    ids = kgraph.Input(shape=(4,), dtype="int64", name="ids")
+    vocabulary = [7, 9, 11, 2]
+    oov_buckets = L.IntegerLookup(vocabulary=vocabulary, num_oov_indices=3, mask_token=0)
+    outputs = [L.IntegerLookup(vocabulary=vocabulary)(ids), oov_buckets(ids),
+               L.IntegerLookup(vocabulary=vocabulary, output_mode="count", mask_token=0)(ids),
+               L.IntegerLookup(vocabulary=vocabulary, output_mode="one_hot")(ids),
+               L.IntegerLookup(vocabulary=vocabulary, invert=True)(ids),
+               L.IntegerLookup(vocabulary=vocabulary, output_mode="tf_idf", idf_weights=[0.5, 1.0, 2.0, 3.0])(ids),
+               L.IntegerLookup(vocabulary=vocabulary, output_mode="multi_hot", pad_to_max_tokens=True,
+                               max_tokens=8)(ids),
+               L.Dense(2)(L.Embedding(8, 3)(oov_buckets(ids)))]
+    proto = assert_parity(perturb(kgraph.Model(ids, outputs)), sampler=_ids)
+    assert {n.domain for n in proto.graph.node} <= {"", "ai.onnx"}  # the default domain only, no ai.onnx.ml
+
+
+@pytest.mark.parametrize("kwargs", [{"num_oov_indices": 0}, {"num_oov_indices": 2, "oov_method": "farmhash"}])
+def test_integer_lookup_that_cannot_be_exact_in_onnx_stays_in_the_client(kwargs):
     ids = kgraph.Input(shape=(2,), dtype="int64", name="ids")
-    model = kgraph.Model(ids, L.IntegerLookup(vocabulary=[7, 9], name="ids_lookup")(ids))
+    model = kgraph.Model(ids, L.IntegerLookup(vocabulary=[7, 9], name="ids_lookup", **kwargs)(ids))
     with pytest.raises(ExportError, match="'ids_lookup' \\(IntegerLookup\\).*must stay in the client"):
         to_onnx(model)
