@@ -92,13 +92,21 @@ def convert_softmax(ctx):
     """Softmax on the physical axis; several axes as ``exp(x - logsumexp(x))``; a ``mask`` input as Keras fills it."""
     layer = ctx.layer
     rank, dtype = ctx.input_rank(), np.dtype(ctx.input_dtype()).name
-    masked = ctx.num_inputs > 1
+    node = ctx.node
+    given = node.call_kwargs.get("mask", node.call_args[1] if len(node.call_args) > 1 else None)
+    masked = given is not None
     layout = NATIVE if masked else ctx.layout()
     x = ctx.input(0, layout)
     if masked:
-        mask = ctx.input(1, NATIVE)
-        if np.dtype(ctx.input_dtype(1)) != np.bool_:
-            mask = ctx.op("Greater", [mask, ctx.const(np.asarray(0.5, ctx.input_dtype(1)), name="half")])
+        # A tensor of the graph, or a constant array given in the call.
+        if hasattr(given, "_keras_history"):
+            mask_dtype = np.dtype(given.dtype)
+            mask = ctx.tensor(given, mask_dtype.name)
+        else:
+            mask_dtype = np.asarray(given).dtype
+            mask = ctx.const(np.asarray(given), name="mask")
+        if mask_dtype != np.bool_:
+            mask = ctx.op("Greater", [mask, ctx.const(np.asarray(0.5, mask_dtype), name="half")])
         fill = ctx.const(np.asarray(large_negative_number(dtype), dtype), name="masked_logit")
         x = ctx.op("Where", [mask, x, fill])
     axes = layer.axis if isinstance(layer.axis, list) else [layer.axis]

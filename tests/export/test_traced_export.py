@@ -271,3 +271,12 @@ def test_seq2seq_encoder_states_start_the_decoder():
     model = kgraph.Model([encoder_in, decoder_in], layers.Dense(6, activation="softmax")(decoded))
     proto = assert_parity(zoo.perturb(model), rtol=1e-4)
     assert [node.op_type for node in proto.graph.node].count("LSTM") == 2
+
+
+def test_softmax_with_a_constant_mask_inside_a_traced_layer_keeps_the_mask():
+    class Masked(layers.Layer):
+        def call(self, x):
+            return layers.Softmax()(x, mask=np.array([[True, True, False]]))
+
+    inp = kgraph.Input((3,), name="x")
+    assert_parity(kgraph.Model(inp, Masked()(inp)))
