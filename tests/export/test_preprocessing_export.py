@@ -10,7 +10,8 @@ from tests.export.parity import assert_parity
 from tests.export.zoo import perturb
 
 
-def test_numeric_preprocessing_exports_as_plain_ops():
+@pytest.mark.parametrize("opset", [13, 18])  # reductions take axes as an input from 18
+def test_numeric_preprocessing_exports_as_plain_ops(opset):
     x = kgraph.Input(shape=(3,), name="x")
     adapted = L.Normalization()
     adapted.adapt(np.random.default_rng(0).normal(size=(50, 3)) * 3 + 1)
@@ -19,18 +20,19 @@ def test_numeric_preprocessing_exports_as_plain_ops():
                bins, L.Discretization(bin_boundaries=[-1.0, 0.0, 1.0], output_mode="count")(x),
                L.CategoryEncoding(4, "one_hot")(bins), L.CategoryEncoding(4)(bins),
                L.CategoryEncoding(4, "count")(bins)]
-    proto = assert_parity(perturb(kgraph.Model(x, outputs)))
+    proto = assert_parity(perturb(kgraph.Model(x, outputs)), opset=opset)
     assert {"Sub", "Div", "GreaterOrEqual", "ReduceSum", "ReduceMax"} <= {n.op_type for n in proto.graph.node}
 
 
-def test_image_preprocessing_exports_and_augmentation_is_gone_at_inference():
+@pytest.mark.parametrize("opset", [13, 18])  # reductions take axes as an input from 18
+def test_image_preprocessing_exports_and_augmentation_is_gone_at_inference(opset):
     image = kgraph.Input(shape=(7, 9, 2), name="image")
     augmented = L.RandomFlip()(L.RandomRotation(0.1)(L.RandomZoom(0.1)(L.RandomTranslation(0.1, 0.1)(
         L.RandomContrast(0.2)(L.RandomBrightness(0.1)(image))))))
     outputs = [L.Resizing(4, 5)(image), L.Resizing(12, 6, interpolation="nearest")(image),
                L.Resizing(5, 5, crop_to_aspect_ratio=True)(image), L.Resizing(5, 5, pad_to_aspect_ratio=True)(image),
                L.CenterCrop(4, 5)(image), L.CenterCrop(9, 3)(image), L.RandomCrop(4, 4)(image), augmented]
-    proto = assert_parity(kgraph.Model(image, outputs))
+    proto = assert_parity(kgraph.Model(image, outputs), opset=opset)
     ops = [n.op_type for n in proto.graph.node]
     assert ops.count("Identity") == 1  # the augmented output is the input itself
 
@@ -51,7 +53,8 @@ def _ids(name, shape, dtype, rng):
     return rng.integers(-3, 14, size=shape).astype(dtype)
 
 
-def test_integer_lookup_exports_as_comparisons_with_its_vocabulary():
+@pytest.mark.parametrize("opset", [13, 18])  # reductions take axes as an input from 18
+def test_integer_lookup_exports_as_comparisons_with_its_vocabulary(opset):
     ids = kgraph.Input(shape=(4,), dtype="int64", name="ids")
     vocabulary = [7, 9, 11, 2]
     oov_buckets = L.IntegerLookup(vocabulary=vocabulary, num_oov_indices=3, mask_token=0)
@@ -63,7 +66,7 @@ def test_integer_lookup_exports_as_comparisons_with_its_vocabulary():
                L.IntegerLookup(vocabulary=vocabulary, output_mode="multi_hot", pad_to_max_tokens=True,
                                max_tokens=8)(ids),
                L.Dense(2)(L.Embedding(8, 3)(oov_buckets(ids)))]
-    proto = assert_parity(perturb(kgraph.Model(ids, outputs)), sampler=_ids)
+    proto = assert_parity(perturb(kgraph.Model(ids, outputs)), sampler=_ids, opset=opset)
     assert {n.domain for n in proto.graph.node} <= {"", "ai.onnx"}  # the default domain only, no ai.onnx.ml
 
 
