@@ -10,11 +10,12 @@ import re
 
 import numpy as np
 
+from kgraph.layer import Layer
 from kgraph.layers.bidirectional import Bidirectional
 from kgraph.layers.grouped_query_attention import GroupQueryAttention
 from kgraph.layers.multi_head_attention import MultiHeadAttention
 from kgraph.layers.recurrent_base import RecurrentBase
-from kgraph.layers.rnn import RNN, TimeDistributed
+from kgraph.layers.rnn import RNN
 from kgraph.layers.rnn_cells import StackedRNNCells
 
 _ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
@@ -71,8 +72,6 @@ def _groups(layer, prefix):
         return [(prefix, _own(layer))] + _groups(layer.cell, _join(prefix, "cell"))
     if isinstance(layer, StackedRNNCells):
         return [(prefix, _own(layer))] + _container(layer.cells, _join(prefix, "cells"))
-    if isinstance(layer, TimeDistributed):
-        return [(prefix, _own(layer))] + _groups(layer.layer, _join(prefix, "layer"))
     if isinstance(layer, Bidirectional):
         return [(prefix, _own(layer))] + _groups(layer.forward_layer, _join(prefix, "forward_layer")) + \
             _groups(layer.backward_layer, _join(prefix, "backward_layer"))
@@ -81,6 +80,8 @@ def _groups(layer, prefix):
         per = 2 if layer.use_bias else 1
         return [(prefix, [])] + [(_join(prefix, name), own[i * per:(i + 1) * per])
                                  for i, name in enumerate(_ATTENTION_GROUPS)]
+    if isinstance(getattr(layer, "layer", None), Layer):  # wrappers: TimeDistributed, SpectralNormalization
+        return [(prefix, _own(layer))] + _groups(layer.layer, _join(prefix, "layer"))
     if isinstance(layer, GroupQueryAttention):
         return [(prefix, _own(layer))] + [group for name in _GROUPED_ATTENTION_LAYERS if hasattr(layer, name)
                                           for group in _groups(getattr(layer, name), _join(prefix, f"_{name}"))]

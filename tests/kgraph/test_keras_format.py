@@ -145,6 +145,13 @@ def _keras_models(keras):
         "time_distributed": seq((4, 3), L.TimeDistributed(L.Dense(2))),
         "conv_lstm": seq((3, 5, 5, 2), L.ConvLSTM2D(2, 3)),
         "einsum_dense": seq((5, 4), L.EinsumDense("abc,cd->abd", output_shape=(None, 3), bias_axes="d")),
+        "wrappers_and_cells": seq((3, 5, 2), L.SpectralNormalization(L.Dense(3)), L.ConvLSTM1D(2, 2),
+                                  L.RNN(L.StackedRNNCells([L.LSTMCell(2), L.LSTMCell(3)]))),
+        "grouped_convolution": seq((6, 6, 4), L.Conv2D(4, 3, groups=2), L.PReLU(shared_axes=[1, 2]),
+                                   L.AdaptiveAveragePooling2D((2, 2))),
+        "gated_attention": keras.Model(z3 := keras.Input((3, 4)), [
+            L.GroupQueryAttention(head_dim=3, num_query_heads=2, num_key_value_heads=1, use_gate=True)(z3, z3),
+            L.Attention(use_scale=True, score_mode="concat")([z3, z3])]),
         "merging_attention_ops": keras.Model([x, y], merged),
         "nested_models": keras.Model(z, [sub(inner(z)), inner(z)]),
         "shared_layer": keras.Model(z, shared(shared(z))),
