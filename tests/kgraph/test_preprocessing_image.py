@@ -79,6 +79,18 @@ def test_augmentation_is_identity_at_inference_and_seeded_in_training(make):
     np.testing.assert_array_equal(clone(x, training=True), first)
 
 
+def test_augmentation_takes_single_images_and_channels_first():
+    x = _images((2, 6, 8, 3))
+    batch = L.RandomRotation(0.2, seed=1)(x, training=True)
+    first = L.RandomRotation(0.2, seed=1, data_format="channels_first")(np.moveaxis(x, -1, 1), training=True)
+    np.testing.assert_array_equal(np.moveaxis(first, 1, -1), batch)
+    single = L.RandomRotation(0.2, seed=1)(x[0], training=True)
+    np.testing.assert_array_equal(single, batch[0])
+    assert L.RandomCrop(4, 4, data_format="channels_first")(np.moveaxis(x, -1, 1), training=True).shape == (2, 3, 4, 4)
+    with pytest.raises(ValueError, match="expected rank 3 \\(single image\\) or rank 4"):
+        L.RandomFlip()(x[0, 0], training=True)
+
+
 def test_augmentations_do_what_they_say():
     x = _images((3, 6, 6, 2))
     flipped = L.RandomFlip("horizontal", seed=1)(x, training=True)
