@@ -11,7 +11,7 @@ from kgraph.random import generator
 FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
 
-def factor_range(name, factor, bounds=(-np.inf, np.inf)):
+def factor_range(name, factor, bounds):
     """``(lower, upper)`` from a number ``f`` (``(-f, f)`` clipped to ``bounds``) or a pair, as Keras reads them."""
     message = (f"The `{name}` argument should be a number (or a list of two numbers) in the range "
                f"[{bounds[0]}, {bounds[1]}]. Received: {name}={factor}")
@@ -139,7 +139,7 @@ class RandomRotation(_RandomAffine):
     def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", seed=None, fill_value=0.0,
                  data_format=None, **kwargs):
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
-        self.factor = factor_range("factor", factor)
+        self.factor = factor_range("factor", factor, (-1, 1))
 
     def sample_transform(self, batch, height, width):
         angle = self.rng.uniform(*self.factor, size=batch) * 2 * math.pi
@@ -159,8 +159,8 @@ class RandomZoom(_RandomAffine):
                  fill_value=0.0, data_format=None, **kwargs):
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         self.height_factor, self.width_factor = height_factor, width_factor
-        self._height_range = factor_range("height_factor", height_factor, (-1, np.inf))
-        self._width_range = factor_range("width_factor", width_factor, (-1, np.inf)) if width_factor is not None \
+        self._height_range = factor_range("height_factor", height_factor, (-1, 1))
+        self._width_range = factor_range("width_factor", width_factor, (-1, 1)) if width_factor is not None \
             else None
 
     def sample_transform(self, batch, height, width):
