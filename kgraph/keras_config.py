@@ -169,7 +169,7 @@ def _initializer(value, path):
         cls = type(initializers.get({"class_name": class_name, "config": {}}))
     except (ValueError, TypeError):
         raise _unknown("initializer", value, path) from None
-    accepted = _parameters(cls)
+    accepted = constructor_arguments(cls)
     config = {k: v for k, v in value["config"].items() if v is not None or k in accepted}
     extra = sorted(set(config) - accepted)
     if extra:
@@ -178,7 +178,7 @@ def _initializer(value, path):
     return {"class_name": class_name, "config": config}
 
 
-def _parameters(cls):
+def constructor_arguments(cls):
     """Constructor argument names of ``cls``, following ``**kwargs`` up the class hierarchy."""
     names = set()
     for klass in cls.__mro__:
@@ -193,7 +193,7 @@ def _parameters(cls):
 
 def _supported_arguments(cls, config, path):
     """``config`` without Keras arguments kgraph lacks, when they are left at values that change nothing."""
-    accepted = _parameters(cls)
+    accepted = constructor_arguments(cls)
     out = {}
     for key, value in config.items():
         if key in accepted:

@@ -3,14 +3,15 @@ import datetime
 import os
 
 from kgraph import keras_archive, keras_weights
+from kgraph.keras_compile import compile_from_keras
 from kgraph.keras_config import layer_from_keras
 from kgraph.keras_config_writer import model_to_keras
 
 KERAS_FORMAT_VERSION = "3.15.1"
 
 
-def load_keras_model(filepath, custom_objects=None):
-    """Load a Keras 3 ``.keras`` archive, uncompiled; no code from it runs; unknown classes need ``custom_objects``."""
+def load_keras_model(filepath, custom_objects=None, compile=True):
+    """Load a Keras 3 ``.keras`` archive; no code from it runs; unknown classes need ``custom_objects``."""
     source = os.fspath(filepath)
     keras_weights.h5py_module()
     config, _, weights = keras_archive.read_archive(source)
@@ -27,6 +28,8 @@ def load_keras_model(filepath, custom_objects=None):
     elif model.weights:
         raise ValueError(f"Cannot load '{source}': the archive has no {keras_archive.WEIGHTS} for the model's "
                          f"{len(model.weights)} weights.")
+    if compile:
+        compile_from_keras(model, config.get("compile_config"), source, dict(custom_objects or {}))
     return model
 
 

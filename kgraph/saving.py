@@ -128,7 +128,7 @@ def load_model(filepath, custom_objects=None, compile=True):
     """Load a model saved by ``model.save()`` or a Keras 3 ``.keras`` archive; no code from the file ever runs."""
     if os.fspath(filepath).endswith(".keras"):
         from kgraph.keras_format import load_keras_model
-        return load_keras_model(filepath, custom_objects)
+        return load_keras_model(filepath, custom_objects, compile=compile)
     payload = safe_loads(_read(filepath), os.fspath(filepath))
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ValueError(f"Cannot load '{os.fspath(filepath)}': it is not a kgraph model file.")

@@ -347,3 +347,23 @@ def test_custom_classes_come_from_custom_objects(tmp_path):
     assert isinstance(layer, Linear)
     for got, want in zip(layer.get_weights(), reference.get_layer("dense").get_weights()):
         np.testing.assert_array_equal(got, want)
+
+
+def test_compile_configuration_is_restored(tmp_path):
+    mlp = kgraph.load_model(DATA / "mlp.keras")
+    assert type(mlp.optimizer).__name__ == "Adam" and mlp.optimizer.get_config()["learning_rate"] == pytest.approx(0.01)
+    inputs, _ = _reference("mlp")
+    assert set(mlp.evaluate(inputs[0], np.array([0, 1, 2, 1]), verbose=0, return_dict=True)) == {"loss", "accuracy"}
+    cnn = kgraph.load_model(DATA / "cnn.keras")
+    assert type(cnn.optimizer).__name__ == "SGD"
+    assert cnn.optimizer.get_config()["learning_rate"]["class_name"] == "ExponentialDecay"
+    inputs, _ = _reference("cnn")
+    assert set(cnn.evaluate(inputs[0], np.zeros((3, 2), "float32"), verbose=0, return_dict=True)) == \
+        {"loss", "mean_absolute_error"}
+    assert kgraph.load_model(DATA / "mlp.keras", compile=False).optimizer is None
+
+    def ema(config):
+        config["compile_config"]["optimizer"]["config"]["use_ema"] = True
+    with pytest.warns(UserWarning, match="loaded uncompiled.*use_ema=True"):
+        model = kgraph.load_model(_archive(tmp_path / "ema.keras", _edited_config("mlp", ema)))
+    assert model.optimizer is None

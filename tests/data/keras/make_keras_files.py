@@ -18,7 +18,10 @@ def mlp():
     x = layers.Dense(8, activation="relu", kernel_regularizer=keras.regularizers.L2(0.01))(inputs)
     x = layers.Dropout(0.1)(x)
     outputs = layers.Dense(3, activation="softmax")(x)
-    return keras.Model(inputs, outputs, name="mlp"), [(4, 6)]
+    model = keras.Model(inputs, outputs, name="mlp")
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    return model, [(4, 6)]
 
 
 def cnn():
@@ -33,6 +36,9 @@ def cnn():
         layers.GlobalAveragePooling2D(),
         layers.Dense(2),
     ], name="cnn")
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=10, decay_rate=0.9)
+    model.compile(optimizer=keras.optimizers.SGD(schedule, momentum=0.9), loss=keras.losses.MeanSquaredError(),
+                  metrics=[keras.metrics.MeanAbsoluteError()])
     return model, [(3, 8, 8, 2)]
 
 
