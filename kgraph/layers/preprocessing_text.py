@@ -9,6 +9,9 @@ from kgraph.layers.preprocessing_lookup import StringLookup
 from kgraph.layers.preprocessing_numeric import validate_output_mode
 
 STRIP_PUNCTUATION = re.compile(r"[!\"#$%&()\*\+,\-\./:;<=>?@\[\\\]^_`{|}~']")
+# TensorFlow's string ops, which Keras uses, lowercase ASCII only and split on ASCII whitespace.
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 STANDARDIZE = (None, "lower_and_strip_punctuation", "lower", "strip_punctuation")
 SPLIT = (None, "whitespace", "character")
 
@@ -51,24 +54,24 @@ class TextVectorization(StringInputLayer):
                                           pad_to_max_tokens=pad_to_max_tokens, mask_token="",
                                           output_mode=output_mode, encoding=encoding, name=f"{self.name}_lookup")
 
-    def _standardize(self, text):
+    def _standardize(self, texts):
+        """Standardize an object array of strings; a callable gets them as a NumPy str array, as in Keras."""
         if callable(self.standardize):
-            return self.standardize(text)
-        if self.standardize in ("lower", "lower_and_strip_punctuation"):
-            text = text.lower()
-        if self.standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
-            text = STRIP_PUNCTUATION.sub("", text)
-        return text
-
-    def _split(self, text):
-        if callable(self.split):
-            return list(self.split(text))
-        if self.split is None:
-            return [text]
-        return text.split() if self.split == "whitespace" else list(text)
+            return np.asarray(self.standardize(texts.astype(str)), dtype=object).reshape(texts.shape)
+        lower = self.standardize in ("lower", "lower_and_strip_punctuation")
+        strip = self.standardize in ("strip_punctuation", "lower_and_strip_punctuation")
+        out = [STRIP_PUNCTUATION.sub("", t.translate(ASCII_LOWER) if lower else t) if strip else
+               (t.translate(ASCII_LOWER) if lower else t) for t in texts.reshape(-1)]
+        return np.array(out, dtype=object).reshape(texts.shape)
 
     def _tokens(self, text):
-        words = self._split(self._standardize(text))
+        """The split words of one standardized string, then its n-grams of each size, as ``tf.strings`` does."""
+        if callable(self.split):
+            words = list(self.split(text))
+        elif self.split == "whitespace":
+            words = [w for w in ASCII_WHITESPACE.split(text) if w]
+        else:
+            words = list(text) if self.split == "character" else [text]
         return [" ".join(words[i:i + n]) for n in self._ngram_sizes for i in range(len(words) - n + 1)]
 
     def _documents(self, inputs):
@@ -78,7 +81,7 @@ class TextVectorization(StringInputLayer):
         if values.ndim > 1:
             raise ValueError(f"When using TextVectorization to tokenize strings, the input rank must be 1 or the "
                              f"last shape dimension must be 1. Received: inputs.shape={values.shape}")
-        return [self._tokens(text) for text in values.reshape(-1)], values.ndim == 0
+        return [self._tokens(text) for text in self._standardize(values).reshape(-1)], values.ndim == 0
 
     def adapt(self, data, batch_size=None, steps=None):
         """Learn the vocabulary (and ``tf_idf`` weights) from strings: an array or an iterable of batches."""

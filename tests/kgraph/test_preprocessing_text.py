@@ -105,6 +105,8 @@ def test_text_vectorization_adapt_and_output_modes():
     np.testing.assert_array_equal(chars(["abca"]), [[2, 3, 1, 2]])
     counts = L.TextVectorization(output_mode="count", vocabulary=["x", "y"])
     np.testing.assert_array_equal(counts(["x z x", "y"]), [[1, 2, 0], [0, 0, 1]])
+    ascii_only = L.TextVectorization(vocabulary=["École", "straße", "a\u00a0b"])  # as TensorFlow's string ops
+    np.testing.assert_array_equal(ascii_only(["ÉCOLE STRASSE Straße a\u00a0b"]), [[2, 1, 3, 4]])
     with pytest.raises(ValueError, match="`output_sequence_length` must not be set"):
         L.TextVectorization(output_mode="count", output_sequence_length=3)
 
@@ -128,9 +130,9 @@ def test_string_model_end_to_end_saves_loads_and_trains(tmp_path):
     assert after[1][2].tolist() == ["very", "good", "", "", ""]
 
 
-def shout(text):
-    """A custom standardization for the test below."""
-    return text.upper()
+def shout(texts):
+    """A custom standardization for the test below: a NumPy array of strings in, one out."""
+    return np.char.upper(texts)
 
 
 def test_callable_standardize_is_saved_by_name_and_restored_from_custom_objects(tmp_path):
