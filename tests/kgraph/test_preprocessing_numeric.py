@@ -131,3 +131,17 @@ def test_outputs_and_adapted_state_match_keras():
         config = {k: v for k, v in layer.get_config().items() if k not in ("trainable", "dtype")}
         keras_config = getattr(keras.layers, type(layer).__name__).from_config(config).get_config()
         assert {k: v for k, v in keras_config.items() if k not in ("trainable", "dtype")} == config
+
+
+def test_adapted_discretization_and_encodings_save_and_load(tmp_path):
+    x = _data((300, 2))
+    bins = L.Discretization(num_bins=3)
+    bins.adapt(x[:, 0])
+    inputs = kgraph.Input((2,))
+    indices = bins(inputs)
+    model = kgraph.Model(inputs, [indices, L.CategoryEncoding(3, "count")(indices)])
+    model.save(tmp_path / "m.pkl")
+    loaded = kgraph.load_model(tmp_path / "m.pkl")
+    for ours, theirs in zip(model.predict(x, verbose=0), loaded.predict(x, verbose=0)):
+        np.testing.assert_array_equal(ours, theirs)
+    assert loaded.layers[1].bin_boundaries == bins.bin_boundaries

@@ -145,3 +145,16 @@ def test_callable_standardize_is_saved_by_name_and_restored_from_custom_objects(
     np.testing.assert_array_equal(loaded.predict(np.array(["a b c"]), verbose=0), [[2, 3, 1]])
     with pytest.raises(ValueError, match="has no name to restore it by"):
         L.TextVectorization(split=lambda s: s.split(",")).get_config()
+
+
+def test_hashing_and_integer_lookup_models_save_and_load(tmp_path):
+    ids = kgraph.Input((3,), dtype="int64")
+    lookup = L.IntegerLookup(num_oov_indices=2, mask_token=0)
+    lookup.adapt(np.array([4, 4, 8, 15, 16, 23, 42]))
+    model = kgraph.Model(ids, [lookup(ids), L.Hashing(6, salt=[1, 2], output_mode="one_hot")(ids)])
+    model.save(tmp_path / "m.pkl")
+    loaded = kgraph.load_model(tmp_path / "m.pkl")
+    x = np.array([[4, 0, 99], [42, 8, 7]])
+    for ours, theirs in zip(model.predict(x, verbose=0), loaded.predict(x, verbose=0)):
+        np.testing.assert_array_equal(ours, theirs)
+    assert loaded.layers[1].get_vocabulary() == lookup.get_vocabulary()
