@@ -52,7 +52,8 @@ def layer_from_keras(data, custom_objects, path="config"):
     if class_name in _MODEL_CLASSES:
         return _model_from_keras(data, custom_objects, path)
     cls = get_registered_layer(class_name)
-    if cls is None or not _module(data).startswith("keras"):
+    # A user's layer class counts only when its module, already imported by the user, is the one the file names.
+    if cls is None or not (_module(data).startswith("keras") or _module(data) == cls.__module__):
         raise _unknown("layer", data, path)
     config = data["config"]
     if class_name == "Bidirectional":

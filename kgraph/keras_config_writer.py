@@ -1,5 +1,6 @@
 """kgraph models -> Keras 3 configs (the ``config.json`` of a ``.keras`` archive that Keras loads)."""
 from kgraph.keras_config import shift_model_refs
+from kgraph.layer import get_registered_layer
 from kgraph.serialization import OPS_MODULE, serialize_layer
 
 _OP_MODULES = {
@@ -40,14 +41,23 @@ def _layer(data, where):
         config = dict(config, layers=[_layer(entry, where) for entry in config["layers"]])
         return {"module": "keras", "class_name": "Sequential", "config": config, "registered_name": None}
     config = {k: v for k, v in config.items() if k not in _KERAS_REJECTS.get(class_name, ())}
-    out = {"module": "keras.layers", "class_name": class_name, "config": _config(config, f"{where}/{class_name}"),
-           "registered_name": None}
+    out = {**_origin(class_name), "class_name": class_name, "config": _config(config, f"{where}/{class_name}")}
     build = data.get("build_config")
     if build and "extra_shapes" not in build:
         # Keras builds from {"input_shape": ...} or from the keyword shapes of build() under "shapes_dict".
         out["build_config"] = build if "input_shape" in build else \
             {"shapes_dict": {k: v for k, v in build.items() if v is not None}}
     return out
+
+
+def _origin(class_name):
+    """Built-in layers are Keras's; a user's layer keeps its module and is registered by its class name, the
+    name a Keras user passes in ``custom_objects`` to supply a Keras version of it."""
+    cls = get_registered_layer(class_name)
+    module = getattr(cls, "__module__", "")
+    if module.startswith("kgraph."):
+        return {"module": "keras.layers", "registered_name": None}
+    return {"module": module, "registered_name": class_name}
 
 
 def _entry(entry, where):

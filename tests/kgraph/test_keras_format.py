@@ -367,3 +367,17 @@ def test_compile_configuration_is_restored(tmp_path):
     with pytest.warns(UserWarning, match="loaded uncompiled.*use_ema=True"):
         model = kgraph.load_model(_archive(tmp_path / "ema.keras", _edited_config("mlp", ema)))
     assert model.optimizer is None
+
+
+def test_user_layers_are_written_under_their_module(tmp_path):
+    from tests.custom_layers import Linear
+    x = kgraph.Input((3,))
+    model = kgraph.Model(x, Linear(2, name="projection")(x))
+    model.save(tmp_path / "linear.keras")
+    with zipfile.ZipFile(tmp_path / "linear.keras") as zf:
+        entry = json.loads(zf.read("config.json"))["config"]["layers"][1]
+    assert (entry["module"], entry["class_name"], entry["registered_name"]) == ("tests.custom_layers", "Linear",
+                                                                                "Linear")
+    again = kgraph.load_model(tmp_path / "linear.keras")  # the class is imported and its module matches
+    inputs = [np.ones((2, 3), "float32")]
+    np.testing.assert_array_equal(_predict(again, inputs), _predict(model, inputs))
