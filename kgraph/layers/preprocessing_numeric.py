@@ -7,6 +7,7 @@ import numpy as np
 from kgraph import backend, ops
 from kgraph.keras_tensor import KerasTensor
 from kgraph.layer import Layer
+from kgraph.py_dataset import PyDataset
 
 OUTPUT_MODES = ("int", "one_hot", "multi_hot", "count")
 
@@ -58,16 +59,25 @@ def check_indices(layer, indices, depth):
 
 
 def batches_of(data, batch_size=None, steps=None):
-    """The batches ``adapt`` reads: one array (or ``batch_size`` slices of it), or an iterable's first ``steps``."""
+    """The batches ``adapt`` reads, each once.
+
+    An array is one batch (or its ``batch_size`` slices); an iterable or a PyDataset gives its first ``steps``
+    batches (of ``(x, y)`` batches, only ``x`` is read).
+    """
     if isinstance(data, (list, tuple)) and data and not isinstance(data[0], (np.ndarray, list, tuple)):
         data = np.asarray(data)
     if isinstance(data, np.ndarray):
         if batch_size is None:
             return iter([data])
         data = [data[i:i + batch_size] for i in range(0, len(data), batch_size)]
+    elif isinstance(data, PyDataset):
+        dataset = data
+        data = (dataset[i] for i in (range(dataset.num_batches) if dataset.num_batches is not None
+                                     else itertools.count()))
     elif not hasattr(data, "__iter__"):
-        raise TypeError(f"Unsupported data type: {type(data)}. `adapt` supports NumPy arrays and iterables of "
-                        "batches (e.g. a list of arrays or a generator yielding batches).")
+        raise TypeError(f"Unsupported data type: {type(data)}. `adapt` supports NumPy arrays, "
+                        "`kgraph.utils.PyDataset`, and iterables of batches (e.g. a list of arrays or a generator "
+                        "yielding batches).")
     batches = (b[0] if isinstance(b, tuple) else b for b in data)
     return itertools.islice(batches, steps) if steps is not None else iter(batches)
 

@@ -36,6 +36,31 @@ def test_normalization_adapt_matches_numpy_over_arrays_batches_and_generators():
     np.testing.assert_allclose(out.std(0), 1, rtol=1e-5)
 
 
+class Batches(kgraph.utils.PyDataset):
+    """``(x, y)`` batches of 32 rows of an array."""
+
+    def __init__(self, x):
+        super().__init__()
+        self.x = x
+
+    def __len__(self):
+        return -(-len(self.x) // 32)
+
+    def __getitem__(self, index):
+        rows = self.x[index * 32:(index + 1) * 32]
+        return rows, rows[:, :1]
+
+
+def test_adapt_reads_a_py_dataset():
+    x = _data()
+    layer = L.Normalization()
+    layer.adapt(Batches(x))
+    np.testing.assert_allclose(layer.get_weights()[1], x.var(0), rtol=1e-5)
+    bins = L.Discretization(num_bins=2)
+    bins.adapt(Batches(x[:, :1]), steps=2)
+    assert len(bins.bin_boundaries) == 1
+
+
 def test_normalization_axes_given_statistics_and_invert():
     x = _data((40, 4, 3))
     per_cell = L.Normalization(axis=(1, 2))
