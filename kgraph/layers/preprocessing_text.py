@@ -6,7 +6,7 @@ import numpy as np
 from kgraph.keras_tensor import KerasTensor
 from kgraph.layers.preprocessing_hashing import StringInputLayer, string_array
 from kgraph.layers.preprocessing_lookup import StringLookup
-from kgraph.layers.preprocessing_numeric import validate_output_mode
+from kgraph.layers.preprocessing_numeric import batches_of, validate_output_mode
 
 STRIP_PUNCTUATION = re.compile(r"[!\"#$%&()\*\+,\-\./:;<=>?@\[\\\]^_`{|}~']")
 # TensorFlow's string ops, which Keras uses, lowercase ASCII only and split on ASCII whitespace.
@@ -84,17 +84,15 @@ class TextVectorization(StringInputLayer):
         return [self._tokens(text) for text in self._standardize(values).reshape(-1)], values.ndim == 0
 
     def adapt(self, data, batch_size=None, steps=None):
-        """Learn the vocabulary (and ``tf_idf`` weights) from strings: an array or an iterable of batches."""
+        """Learn the vocabulary (and ``tf_idf`` weights) from strings: an array, a PyDataset or batches."""
         if isinstance(data, (list, tuple)):
             data = np.asarray(data, dtype=object)
-        self._lookup_layer.adapt(self._token_rows(data, batch_size), steps=steps)
+        self._lookup_layer.adapt(self._token_rows(batches_of(data, batch_size, steps)))
 
-    def _token_rows(self, data, batch_size):
-        if isinstance(data, np.ndarray):
-            batch_size = batch_size or max(len(data.reshape(-1)), 1)
-            data = [data[i:i + batch_size] for i in range(0, max(len(data), 1), batch_size)]
-        for batch in data:
-            documents, _ = self._documents(batch[0] if isinstance(batch, tuple) else batch)
+    def _token_rows(self, batches):
+        """Each batch of strings as a 2-D array of its documents' tokens, right-padded with ``""`` (the mask)."""
+        for batch in batches:
+            documents, _ = self._documents(batch)
             width = max((len(d) for d in documents), default=0)
             yield np.array([d + [""] * (width - len(d)) for d in documents], dtype=object).reshape(len(documents), -1)
 

@@ -101,6 +101,16 @@ def test_text_vectorization_adapt_and_output_modes():
     assert fixed.get_vocabulary()[:4] == ["", "[UNK]", "the", "sat"]
     out = fixed(np.array([["the cat sat on"], ["dog"]]))
     assert out.shape == (2, 4) and out[1, 1:].tolist() == [0, 0, 0]
+    class Reviews(kgraph.utils.PyDataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, index):
+            return np.array([["The cat sat."], ["the DOG sat!"], ["a cat"]])[index:index + 2], np.zeros(2)
+
+    from_dataset = L.TextVectorization()
+    from_dataset.adapt(Reviews())  # rows 0-1, then 1-2
+    assert from_dataset.get_vocabulary() == ["", "[UNK]", "the", "sat", "dog", "cat", "a"]
     chars = L.TextVectorization(split="character", standardize=None, vocabulary=["a", "b"])
     np.testing.assert_array_equal(chars(["abca"]), [[2, 3, 1, 2]])
     counts = L.TextVectorization(output_mode="count", vocabulary=["x", "y"])
