@@ -18,6 +18,7 @@ from kgraph.layers.recurrent_base import RecurrentBase
 from kgraph.layers.rnn import RNN
 from kgraph.layers.rnn_cells import StackedRNNCells
 
+_WEIGHTS = "model.weights.h5"
 _ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
 _GROUPED_ATTENTION_LAYERS = ("query_dense", "key_dense", "gate_dense", "value_dense", "output_dense")
 # Keras names h5 groups after its Python class, which differs from the exported name for these.
@@ -109,18 +110,33 @@ def read_weights(model, payload, source):
             for path, variables in weight_groups(model):
                 if not variables:
                     continue
-                group = f.get(_join(path, "vars"))
+                group = _follow(f, _join(path, "vars"), source, h5py)
                 keys = sorted(group.keys(), key=_index) if isinstance(group, h5py.Group) else []
                 if keys != [str(i) for i in range(len(variables))]:
                     raise ValueError(f"Cannot load '{source}': layer weights at '{_join(path, 'vars')}' do not "
                                      f"match the model: expected {len(variables)} weights "
                                      f"({[v.path for v in variables]}). Received: {keys}")
                 for key, variable in zip(keys, variables):
-                    values[id(variable)] = _dataset(group[key], variable, f"{path}/vars/{key}", source, h5py)
+                    dataset = _follow(group, key, source, h5py)
+                    values[id(variable)] = _dataset(dataset, variable, f"{path}/vars/{key}", source, h5py)
     except OSError as err:
-        raise ValueError(f"Cannot load '{source}': its model.weights.h5 is not a readable HDF5 file ({err}).") \
-            from None
+        raise ValueError(f"Cannot load '{source}': its {_WEIGHTS} is not a readable HDF5 file ({err}).") from None
     model.set_weights([values[id(v)] for v in model.weights])
+
+
+def _follow(node, path, source, h5py):
+    """The object at ``path`` under ``node`` (None if absent), through hard links only: HDF5 soft and external
+    links could point anywhere, other files on disk included."""
+    for part in path.split("/"):
+        link = node.get(part, getlink=True)
+        if link is None:
+            return None
+        if not isinstance(link, h5py.HardLink):
+            where = f"{node.name.rstrip('/')}/{part}".lstrip("/")
+            raise ValueError(f"Refusing to load '{source}': '{where}' in {_WEIGHTS} is a link of type "
+                             f"{type(link).__name__}; a .keras weights file holds plain groups and arrays only.")
+        node = node[part]
+    return node
 
 
 def _index(key):
@@ -130,6 +146,8 @@ def _index(key):
 def _dataset(dataset, variable, path, source, h5py):
     if not isinstance(dataset, h5py.Dataset) or dataset.dtype.kind not in "biuf":
         raise ValueError(f"Cannot load '{source}': '{path}' must be a numeric array for weight '{variable.path}'.")
+    if dataset.is_virtual or dataset.external:
+        raise ValueError(f"Refusing to load '{source}': '{path}' in {_WEIGHTS} keeps its data in other files.")
     if tuple(dataset.shape) != tuple(variable.shape):
         raise ValueError(f"Cannot load '{source}': weight '{variable.path}' has shape {tuple(variable.shape)}, "
                          f"but '{path}' in the file has shape {tuple(dataset.shape)}.")

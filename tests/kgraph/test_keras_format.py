@@ -381,3 +381,15 @@ def test_user_layers_are_written_under_their_module(tmp_path):
     again = kgraph.load_model(tmp_path / "linear.keras")  # the class is imported and its module matches
     inputs = [np.ones((2, 3), "float32")]
     np.testing.assert_array_equal(_predict(again, inputs), _predict(model, inputs))
+
+
+def test_links_out_of_the_weights_file_are_refused(tmp_path):
+    import h5py
+    members = _mlp_members()
+    buffer = io.BytesIO(members["model.weights.h5"])
+    with h5py.File(buffer, "r+") as f:
+        del f["layers/dense/vars/0"]
+        f["layers/dense/vars/0"] = h5py.ExternalLink(str(tmp_path / "elsewhere.h5"), "/kernel")
+    members["model.weights.h5"] = buffer.getvalue()
+    with pytest.raises(ValueError, match="'layers/dense/vars/0' in model.weights.h5 is a link of type ExternalLink"):
+        kgraph.load_model(_archive(tmp_path / "linked.keras", members))
