@@ -10,7 +10,7 @@ import numpy as np
 from kgraph import backend
 from kgraph import ops as _k
 from kgraph import tree
-from kgraph.autodiff import _value, primitive
+from kgraph.autodiff import _value, on_tape, primitive
 from kgraph.keras_tensor import KerasTensor
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import dtype_of, floating
@@ -198,6 +198,7 @@ def cdist(x, y):
 
 def extract_sequences(x, sequence_length, sequence_stride):
     """Frames of ``sequence_length`` samples every ``sequence_stride`` along the last axis (a new second-to-last)."""
+    x = on_tape(x)
     n = _k.shape(x)[-1]
     starts = range(0, n - sequence_length + 1, sequence_stride)
     return _k.stack([x[..., s:s + sequence_length] for s in starts], axis=-2)

@@ -7,7 +7,7 @@ import math as _pymath
 import numpy as np
 
 from kgraph import backend
-from kgraph.autodiff import _value, primitive
+from kgraph.autodiff import _value, on_tape, primitive
 from kgraph import ops as _k
 from kgraph.ops.math import _no_gradient
 
@@ -28,10 +28,13 @@ def dtype_of(x):
 
 
 def floating(x):
-    """``x`` itself if it is a float tensor, else ``x`` cast to floatx (Keras's rule for float functions)."""
+    """``x`` as a float tensor (cast to floatx if it is not: Keras's rule for float functions).
+
+    A float array a tape tracks comes back as a TapeArray, so operators applied to it are recorded.
+    """
     if isinstance(x, (bool, int, float)):
         return np.asarray(x, dtype=backend.floatx())
-    return x if dtype_of(x).kind in "fc" else _k.cast(x, backend.floatx())
+    return on_tape(x) if dtype_of(x).kind in "fc" else _k.cast(x, backend.floatx())
 
 
 def _unary_primitive(name, forward, derivative, doc):
