@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+from kgraph.keras_archive import WEIGHTS
 from kgraph.layer import Layer
 from kgraph.layers.bidirectional import Bidirectional
 from kgraph.layers.grouped_query_attention import GroupQueryAttention
@@ -18,7 +19,6 @@ from kgraph.layers.recurrent_base import RecurrentBase
 from kgraph.layers.rnn import RNN
 from kgraph.layers.rnn_cells import StackedRNNCells
 
-_WEIGHTS = "model.weights.h5"
 _ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
 _GROUPED_ATTENTION_LAYERS = ("query_dense", "key_dense", "gate_dense", "value_dense", "output_dense")
 # Keras names h5 groups after its Python class, which differs from the exported name for these.
@@ -120,7 +120,7 @@ def read_weights(model, payload, source):
                     dataset = _follow(group, key, source, h5py)
                     values[id(variable)] = _dataset(dataset, variable, f"{path}/vars/{key}", source, h5py)
     except OSError as err:
-        raise ValueError(f"Cannot load '{source}': its {_WEIGHTS} is not a readable HDF5 file ({err}).") from None
+        raise ValueError(f"Cannot load '{source}': its {WEIGHTS} is not a readable HDF5 file ({err}).") from None
     model.set_weights([values[id(v)] for v in model.weights])
 
 
@@ -133,7 +133,7 @@ def _follow(node, path, source, h5py):
             return None
         if not isinstance(link, h5py.HardLink):
             where = f"{node.name.rstrip('/')}/{part}".lstrip("/")
-            raise ValueError(f"Refusing to load '{source}': '{where}' in {_WEIGHTS} is a link of type "
+            raise ValueError(f"Refusing to load '{source}': '{where}' in {WEIGHTS} is a link of type "
                              f"{type(link).__name__}; a .keras weights file holds plain groups and arrays only.")
         node = node[part]
     return node
@@ -147,7 +147,7 @@ def _dataset(dataset, variable, path, source, h5py):
     if not isinstance(dataset, h5py.Dataset) or dataset.dtype.kind not in "biuf":
         raise ValueError(f"Cannot load '{source}': '{path}' must be a numeric array for weight '{variable.path}'.")
     if dataset.is_virtual or dataset.external:
-        raise ValueError(f"Refusing to load '{source}': '{path}' in {_WEIGHTS} keeps its data in other files.")
+        raise ValueError(f"Refusing to load '{source}': '{path}' in {WEIGHTS} keeps its data in other files.")
     if tuple(dataset.shape) != tuple(variable.shape):
         raise ValueError(f"Cannot load '{source}': weight '{variable.path}' has shape {tuple(variable.shape)}, "
                          f"but '{path}' in the file has shape {tuple(dataset.shape)}.")
