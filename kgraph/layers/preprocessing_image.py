@@ -1,7 +1,8 @@
-"""Image preprocessing layers: Resizing and CenterCrop, written with gathers so they train and export as ops."""
+"""Image preprocessing layers: Resizing and CenterCrop, written with ops so they train and export as ops."""
 import numpy as np
 
 from kgraph import ops
+from kgraph.ops import image as image_ops
 from kgraph.layer import Layer
 
 INTERPOLATIONS = ("bilinear", "nearest")
@@ -22,32 +23,6 @@ def spatial_axes(rank, data_format):
         raise ValueError("Invalid images rank: expected rank 3 (single image) or rank 4 (batch of images). "
                          f"Received input with rank {rank}")
     return (rank - 3, rank - 2) if data_format == "channels_last" else (rank - 2, rank - 1)
-
-
-def _source_positions(in_size, out_size, interpolation):
-    """Per output index: the two source indices and the weight of the second (half-pixel centres)."""
-    src = (np.arange(out_size) + 0.5) * (in_size / out_size) - 0.5
-    if interpolation == "nearest":
-        first = np.clip(np.floor(src + 0.5), 0, in_size - 1).astype(np.int64)
-        return first, first, np.zeros(out_size)
-    src = np.clip(src, 0, in_size - 1)
-    first = np.floor(src).astype(np.int64)
-    return first, np.minimum(first + 1, in_size - 1), src - first
-
-
-def resize_axis(x, axis, out_size, interpolation):
-    """Resample axis ``axis`` of ``x`` to ``out_size`` (bilinear or nearest, half-pixel centres)."""
-    in_size = x.shape[axis]
-    if in_size == out_size:
-        return x
-    first, second, weight = _source_positions(in_size, out_size, interpolation)
-    if interpolation == "nearest":
-        return ops.take(x, first, axis=axis)
-    shape = [1] * len(x.shape)
-    shape[axis] = out_size
-    weight = weight.reshape(shape).astype(x.dtype)
-    low = ops.multiply(ops.take(x, first, axis=axis), (1 - weight).astype(x.dtype))
-    return ops.add(low, ops.multiply(ops.take(x, second, axis=axis), weight))
 
 
 def crop_axis(x, axis, start, size):
@@ -78,8 +53,7 @@ def resize(x, height, width, interpolation, data_format, crop_to_aspect_ratio=Fa
             widths = [(0, 0)] * len(x.shape)
             widths[h_axis], widths[w_axis] = (pad_h, pad_h), (pad_w, pad_w)
             x = ops.pad(x, widths, constant_values=fill_value)
-    x = resize_axis(x, h_axis, height, interpolation)
-    return resize_axis(x, w_axis, width, interpolation)
+    return image_ops.resize(x, (height, width), interpolation, data_format=data_format)
 
 
 def smart_resize(x, height, width, data_format):
@@ -103,8 +77,8 @@ class Resizing(Layer):
                  **kwargs):
         super().__init__(**kwargs)
         if interpolation not in INTERPOLATIONS:
-            raise ValueError(f"Invalid value for argument `interpolation`. Expected one of {INTERPOLATIONS} "
-                             f"(kgraph resizes with gathers). Received: interpolation={interpolation}")
+            raise ValueError(f"Invalid value for argument `interpolation`. Expected one of {INTERPOLATIONS}. "
+                             f"Received: interpolation={interpolation}")
         if fill_mode != "constant":
             raise ValueError("Invalid value for argument `fill_mode`. Only `'constant'` is supported. "
                              f"Received: fill_mode={fill_mode}")
