@@ -1,6 +1,4 @@
 """Image preprocessing layers: Resizing and CenterCrop, written with ops so they train and export as ops."""
-import numpy as np
-
 from kgraph import ops
 from kgraph.ops import image as image_ops
 from kgraph.layer import Layer
