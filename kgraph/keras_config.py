@@ -22,8 +22,8 @@ _MIXED_PREFIXES = ("mixed_", "int8", "int4", "float8", "gptq", "awq")
 def _unknown(kind, data, path):
     name = data.get("class_name")
     module = f" (module '{data['module']}')" if data.get("module") else ""
-    return ValueError(f"Unknown {kind} class '{name}'{module} at {path} of the .keras config: kgraph has no "
-                      f"built-in class of that name. If it is a custom class, pass it when loading: "
+    return ValueError(f"Unknown {kind} '{name}'{module} at {path} of the .keras config: kgraph has no built-in "
+                      f"{kind} of that name. If it is your own, pass it when loading: "
                       f"`custom_objects={{'{name}': {name}}}`.")
 
 
@@ -46,7 +46,7 @@ def layer_from_keras(data, custom_objects, path="config"):
             return {"class_name": key, "config": _value(data["config"], custom_objects, path)}
     if _module(data).startswith(("keras.src.ops.", "keras.ops")):
         if get_op_class(class_name) is None:
-            raise _unknown("operation", data, path)
+            raise _unknown("operation class", data, path)
         return {"class_name": class_name, "module": OPS_MODULE,
                 "config": _value(data["config"], custom_objects, path)}
     if class_name in _MODEL_CLASSES:
@@ -54,12 +54,15 @@ def layer_from_keras(data, custom_objects, path="config"):
     cls = get_registered_layer(class_name)
     # A user's layer class counts only when its module, already imported by the user, is the one the file names.
     if cls is None or not (_module(data).startswith("keras") or _module(data) == cls.__module__):
-        raise _unknown("layer", data, path)
-    config = data["config"]
+        raise _unknown("layer class", data, path)
+    config, functions = data["config"], {}
     if class_name == "Bidirectional":
         config = _without_zero_output_for_mask(config)
+    if class_name == "Lambda":  # kgraph's Lambda takes its functions from custom_objects, by name
+        functions = {k: v for k, v in config.items() if _is_object(v) and v["class_name"] == "function"}
+        config = {k: v for k, v in config.items() if k not in functions}
     config = _value(config, custom_objects, f"{path}['{class_name}']")
-    return {"class_name": class_name, "config": _supported_arguments(cls, config, path)}
+    return {"class_name": class_name, "config": {**_supported_arguments(cls, config, path), **functions}}
 
 
 def _without_zero_output_for_mask(config):
@@ -141,7 +144,7 @@ def _value(value, custom_objects, path):
         return _initializer(value, path)
     if module.startswith(("keras.regularizers", "keras.src.regularizers")):
         if class_name not in ("L1", "L2", "L1L2"):
-            raise _unknown("regularizer", value, path)
+            raise _unknown("regularizer class", value, path)
         return {"class_name": class_name, "config": value["config"]}
     if module.startswith(("keras.constraints", "keras.src.constraints")):
         warnings.warn(f"kgraph does not apply weight constraints: {class_name} at {path} of the .keras config is "
@@ -152,7 +155,7 @@ def _value(value, custom_objects, path):
             return value["config"]
         if value["config"] in custom_objects:
             return custom_objects[value["config"]]
-        return {k: value[k] for k in ("module", "class_name", "config") if k in value}
+        raise _unknown("function", dict(value, class_name=value["config"]), path)
     return layer_from_keras(value, custom_objects, path)
 
 
@@ -169,7 +172,7 @@ def _initializer(value, path):
     try:
         cls = type(initializers.get({"class_name": class_name, "config": {}}))
     except (ValueError, TypeError):
-        raise _unknown("initializer", value, path) from None
+        raise _unknown("initializer class", value, path) from None
     accepted = constructor_arguments(cls)
     config = {k: v for k, v in value["config"].items() if v is not None or k in accepted}
     extra = sorted(set(config) - accepted)

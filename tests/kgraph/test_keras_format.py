@@ -393,3 +393,24 @@ def test_links_out_of_the_weights_file_are_refused(tmp_path):
     members["model.weights.h5"] = buffer.getvalue()
     with pytest.raises(ValueError, match="'layers/dense/vars/0' in model.weights.h5 is a link of type ExternalLink"):
         kgraph.load_model(_archive(tmp_path / "linked.keras", members))
+
+
+def test_lambda_functions_come_only_from_custom_objects(tmp_path):
+    def double(x):
+        return x * 2.0
+
+    def add_lambda(config):
+        function = {"module": "builtins", "class_name": "function", "config": "double", "registered_name": "function"}
+        source = {"class_name": "__keras_tensor__",
+                  "config": {"shape": [None, 3], "dtype": "float32", "keras_history": ["dense_1", 0, 0]}}
+        config["config"]["layers"].append({
+            "module": "keras.layers", "class_name": "Lambda", "registered_name": None, "name": "twice",
+            "config": {"name": "twice", "function": function, "arguments": {}},
+            "inbound_nodes": [{"args": [source], "kwargs": {}}]})
+        config["config"]["output_layers"] = ["twice", 0, 0]
+    path = _archive(tmp_path / "m.keras", _edited_config("mlp", add_lambda))
+    with pytest.raises(ValueError, match=r"custom_objects=\{'double': double\}"):
+        kgraph.load_model(path)
+    model = kgraph.load_model(path, custom_objects={"double": double})
+    inputs, expected = _reference("mlp")
+    np.testing.assert_allclose(_predict(model, inputs), 2.0 * expected, atol=1e-5, rtol=0)
