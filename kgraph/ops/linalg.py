@@ -21,6 +21,34 @@ def _t(a):
     return np.swapaxes(a, -1, -2)
 
 
+def _nan_where_singular(fn, a, *rest):
+    """``fn(a, *rest)`` over a batch of matrices, NaN for those it cannot factor (singular, not positive-definite).
+
+    JAX's rule rather than an error, so one bad matrix spoils only its own result (and zero placeholders
+    can stand for a symbolic input).
+    """
+    try:
+        return fn(a, *rest)
+    except np.linalg.LinAlgError:
+        pass
+    batch = np.broadcast_shapes(a.shape[:-2], *(r.shape[:-2] for r in rest if r.ndim >= a.ndim))
+    out = None
+    for index in np.ndindex(*batch):
+        pick = lambda t: t[tuple(i % d for i, d in zip(index, t.shape[:-2]))] if t.ndim >= a.ndim else t  # noqa: E731
+        try:
+            value = fn(pick(a), *(pick(r) for r in rest))
+        except np.linalg.LinAlgError:
+            value = None
+        if out is None and value is not None:
+            out = np.full(batch + value.shape, np.nan, dtype=value.dtype)
+        if value is not None:
+            out[index] = value
+    if out is None:
+        shape = fn(np.eye(a.shape[-1], dtype=a.dtype), *(pick(r) for r in rest)).shape
+        out = np.full(batch + shape, np.nan, dtype=a.dtype)
+    return out
+
+
 def _square(name, x):
     x = np.asarray(x)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
@@ -30,9 +58,9 @@ def _square(name, x):
 
 @primitive
 def inv(x):
-    """Inverse of each square matrix."""
+    """Inverse of each square matrix (NaN for a singular one)."""
     x = _square("inv", x)
-    out = np.linalg.inv(x)
+    out = _nan_where_singular(np.linalg.inv, x)
     return out, lambda g: -_t(out) @ g @ _t(out)
 
 
@@ -67,7 +95,7 @@ def solve(a, b):
     a, b = _square("solve", a), np.asarray(b)
     vector = _vector_rhs(a, b)
     rhs = b[..., None] if vector else b
-    out = np.linalg.solve(a, rhs)
+    out = _nan_where_singular(np.linalg.solve, a, rhs)
 
     def vjp(g):
         gb = np.linalg.solve(_t(a), g[..., None] if vector else g)
@@ -84,7 +112,7 @@ def solve_triangular(a, b, lower=False):
     b = np.asarray(b)
     vector = _vector_rhs(a, b)
     rhs = b[..., None] if vector else b
-    out = np.linalg.solve(a, rhs)
+    out = _nan_where_singular(np.linalg.solve, a, rhs)
 
     def vjp(g):
         gb = np.linalg.solve(_t(a), g[..., None] if vector else g)
@@ -96,12 +124,9 @@ def solve_triangular(a, b, lower=False):
 
 @primitive(num_inputs=1)
 def cholesky(x, upper=False):
-    """Cholesky factor of each symmetric positive-definite matrix (lower, or upper when ``upper``)."""
+    """Cholesky factor of each symmetric positive-definite matrix (lower, or upper when ``upper``; NaN if not)."""
     x = _square("cholesky", x)
-    try:
-        low = np.linalg.cholesky(x)
-    except np.linalg.LinAlgError:
-        raise ValueError("cholesky expects symmetric positive-definite matrices; a matrix is not.") from None
+    low = _nan_where_singular(np.linalg.cholesky, x)
 
     def vjp(g):
         gl = _t(g) if upper else g

@@ -128,6 +128,7 @@ def test_scatter_slice_and_eager_only_ops():
     assert [i.tolist() for i in ops.nonzero(np.eye(2))] == [[0, 1], [0, 1]]
     assert ops.bincount(np.array([1, 1, 3])).tolist() == [0, 2, 0, 1] and ops.histogram(V, 2)[0].sum() == 5
     assert [c.tolist() for c in ops.unravel_index(np.array([5, 1]), (2, 3))] == [[1, 0], [2, 1]]
+    assert np.isnan(ops.cholesky(-np.eye(2))).all() and np.isnan(ops.inv(np.stack([np.eye(2), np.zeros((2, 2))]))[1]).all()
     assert ops.size(A) == 12 and ops.dtype(A) == "float64" and ops.is_tensor(A) and not ops.is_tensor(1.0)
 
 
@@ -226,7 +227,7 @@ def test_symbolic_calls_record_one_node_and_namespaces_hand_out_the_same_ops():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: ops.quantile(A, 1.5), "range \\[0, 1\\]"), (lambda: ops.bitwise_and(A, 1), "integer"),
-    (lambda: ops.glu(np.ones((2, 3))), "even"), (lambda: ops.cholesky(-np.eye(2)), "positive-definite"),
+    (lambda: ops.glu(np.ones((2, 3))), "even"),
     (lambda: ops.image.resize(np.ones((4, 4, 3)), (2, 2), interpolation="bicubic"), "bilinear"),
     (lambda: ops.norm(M, ord="fro", axis=0), "vector norm"), (lambda: ops.select([A > 0], [A, B]), "one choice"),
 ])
