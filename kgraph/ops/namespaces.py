@@ -18,7 +18,7 @@ _FAMILIES = {
     "image": ("image",),
 }
 _EXCLUDED = {"numpy": _NOT_NUMPY, "nn": {"conv_max_pool", "dense"}, "linalg": {"logdet", "slogdet"}, "image": set()}
-_EXTRA = {"numpy": {"get_item", "slogdet"}, "nn": set(), "linalg": set(), "image": set()}
+_EXTRA = {"numpy": {"get_item", "i0", "slogdet"}, "nn": set(), "linalg": set(), "image": set()}
 
 
 class Namespace(types.ModuleType):
