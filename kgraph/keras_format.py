@@ -6,16 +6,16 @@ from kgraph import keras_archive, keras_weights
 from kgraph.keras_compile import compile_from_keras
 from kgraph.keras_config import layer_from_keras
 from kgraph.keras_config_writer import model_to_keras
+from kgraph.serialization import deserialize_layer
 
-KERAS_FORMAT_VERSION = "3.15.1"
+KERAS_FORMAT_VERSION = "3.15.1"  # the Keras release whose archive format save_keras_model writes
 
 
 def load_keras_model(filepath, custom_objects=None, compile=True):
     """Load a Keras 3 ``.keras`` archive; no code from it runs; unknown classes need ``custom_objects``."""
     source = os.fspath(filepath)
-    keras_weights.h5py_module()
+    keras_weights.h5py_module()  # without h5py, say which extra to install before reading anything
     config, _, weights = keras_archive.read_archive(source)
-    from kgraph.serialization import deserialize_layer
     try:
         model = deserialize_layer(layer_from_keras(config, dict(custom_objects or {})), custom_objects)
     except (KeyError, TypeError, AttributeError, IndexError) as err:
