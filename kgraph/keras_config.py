@@ -16,7 +16,7 @@ _PLAIN_FORMS = ("__keras_tensor__", "__tuple__", "__slice__", "__numpy__", "__el
 _MODEL_CLASSES = ("Functional", "Sequential")
 # Keras arguments whose saved value has no effect unless another argument, left unset, enables them.
 _INERT = {("renorm_momentum", 0.99)}
-_MIXED_PREFIXES = ("mixed_", "int8", "int4", "float8", "gptq", "awq")
+_UNSUPPORTED_POLICIES = ("mixed_", "bfloat16", "int8", "int4", "float8", "gptq", "awq")  # prefixes
 
 
 def _unknown(kind, data, path):
@@ -161,7 +161,7 @@ def _value(value, custom_objects, path):
 
 def _dtype(value, path):
     name = value["config"].get("name")
-    if not isinstance(name, str) or name.startswith(_MIXED_PREFIXES):
+    if not isinstance(name, str) or name.startswith(_UNSUPPORTED_POLICIES):
         raise ValueError(f"kgraph supports plain float/int dtype policies only. Received: dtype policy "
                          f"{name!r} ({value['class_name']}) at {path} of the .keras config.")
     return name
