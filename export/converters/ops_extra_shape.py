@@ -1,4 +1,4 @@
-"""Converters of ``kgraph.ops.numpy_shape`` and ``kgraph.ops.numpy_index``: compositions, slicing, scattering, search."""
+"""Converters of ``kgraph.ops.numpy_shape`` and ``numpy_index``: compositions, slicing, scattering, search."""
 import numpy as np
 
 from export.builder import onnx_dtype

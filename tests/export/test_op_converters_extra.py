@@ -18,25 +18,28 @@ EDGES = np.array([-1.0, 0.0, 1.0], "float32")
 
 def _math(x, y):
     n = ops.where(x > 1.0, np.nan, x)
-    return [ops.arcsin(ops.tanh(x)), ops.arccos(ops.tanh(y)), ops.arctan(x), ops.arcsinh(x), ops.arccosh(ops.abs(x) + 1),
-            ops.arctanh(ops.tanh(x) * 0.9), ops.sinh(x), ops.cosh(x), ops.tan(x), ops.arctan2(x, y), ops.log2(ops.abs(x)),
-            ops.log10(ops.abs(x)), ops.exp2(x), ops.cbrt(x), ops.hypot(x, y), ops.logaddexp(x, y),
-            ops.logaddexp2(x, y), ops.sinc(x), ops.fmod(x, y), ops.trunc(x), ops.deg2rad(x), ops.rad2deg(x),
-            ops.fabs(x), ops.erfc(x), ops.heaviside(ops.round(x), 0.5), ops.divide_no_nan(x, ops.round(y)),
-            ops.ldexp(x, 2.0), ops.fmax(n, y), ops.fmin(x, n), ops.nan_to_num(ops.log(x)), ops.signbit(ops.round(x)),
-            ops.isclose(x, ops.round(x), atol=0.3), ops.isinf(ops.log(ops.abs(ops.round(x)))),
+    return [ops.arcsin(ops.tanh(x)), ops.arccos(ops.tanh(y)), ops.arctan(x), ops.arcsinh(x),
+            ops.arccosh(ops.abs(x) + 1), ops.arctanh(ops.tanh(x) * 0.9), ops.sinh(x), ops.cosh(x), ops.tan(x),
+            ops.arctan2(x, y), ops.log2(ops.abs(x)), ops.log10(ops.abs(x)), ops.exp2(x), ops.cbrt(x),
+            ops.hypot(x, y), ops.logaddexp(x, y), ops.logaddexp2(x, y), ops.sinc(x), ops.fmod(x, y), ops.trunc(x),
+            ops.deg2rad(x), ops.rad2deg(x), ops.fabs(x), ops.erfc(x), ops.heaviside(ops.round(x), 0.5),
+            ops.divide_no_nan(x, ops.round(y)), ops.ldexp(x, 2.0), ops.fmax(n, y), ops.fmin(x, n),
+            ops.nan_to_num(ops.log(x)), ops.signbit(ops.round(x)), ops.isclose(x, ops.round(x), atol=0.3),
+            _batched(ops.cast(ops.allclose(x, x * 1.0), "float32"), x), ops.isinf(ops.log(ops.abs(ops.round(x)))),
             ops.isposinf(ops.exp(x * 100)), ops.isneginf(-ops.exp(x * 100)), ops.logical_xor(x > 0, y > 0)]
 
 
 def _integers(i, j):
     return [ops.bitwise_and(i, j), ops.bitwise_or(i, 3), ops.bitwise_xor(i, j), ops.bitwise_not(i),
-            ops.bitwise_invert(j), ops.fmod(i, 3), ops.trunc(i), ops.isin(i, [1, 3, -2]), ops.count_nonzero(i, axis=1)]
+            ops.bitwise_invert(j), ops.fmod(i, 3), ops.trunc(i), ops.isin(i, [1, 3, -2]),
+            ops.count_nonzero(i, axis=1)]
 
 
 def _reductions(x):
     n = ops.where(x > 1.0, np.nan, x)
     return [ops.sort(x), ops.argsort(x, axis=1), *ops.top_k(x, 2), ops.count_nonzero(ops.round(x), axis=(1, 2)),
-            ops.nanargmax(n, axis=-1), ops.nanargmin(n, axis=1, keepdims=True), ops.amax(x, axis=1), ops.amin(x, axis=2),
+            ops.nanargmax(n, axis=-1), ops.nanargmin(n, axis=1, keepdims=True), ops.amax(x, axis=1),
+            ops.amin(x, axis=2),
             ops.ptp(x, axis=2), ops.average(x, axis=2, weights=np.arange(4.0, dtype="float32")), ops.diff(x, 2),
             ops.quantile(x, [0.2, 0.7], axis=2), ops.median(x, axis=(1, 2), keepdims=True),
             ops.percentile(x, 30.0, axis=1, method="nearest"), ops.nansum(n, axis=1), ops.nanmean(n, axis=2),

@@ -62,7 +62,8 @@ VALUES = {
     "shape": (lambda: [ops.hstack([A, B]), ops.vstack([V, V]), ops.dstack([A, B]), ops.append(A, B, axis=0),
                        ops.diag(V, -2), ops.diagonal(M, 1, 1, 2), ops.trace(M, -1, 2, 1), ops.tril(A, 1),
                        ops.triu(M, -1), ops.rot90(A, 3), ops.diagflat(A[:2, :2], 1), ops.fliplr(A), ops.flipud(A),
-                       ops.linspace(0.0, V, 4, endpoint=False), ops.logspace(np.array(0.0), np.array(2.0), 5), ops.geomspace(np.array(1.0), np.array(1000.0), 4),
+                       ops.linspace(0.0, V, 4, endpoint=False), ops.logspace(np.array(0.0), np.array(2.0), 5),
+                       ops.geomspace(np.array(1.0), np.array(1000.0), 4),
                        ops.identity(3), ops.tri(3, 4, -1)] + ops.meshgrid(V[:2], V, indexing="xy")
               + ops.array_split(V, 3),
               lambda: [np.hstack([A, B]), np.vstack([V, V]), np.dstack([A, B]), np.append(A, B, axis=0),
@@ -77,7 +78,8 @@ VALUES = {
                           ops.vander(V, 3), ops.corrcoef(A), ops.correlate(V, V[:2], "full"), ops.cdist(A, B)],
                  lambda: [A @ B.T, V[:4] @ B.T, np.inner(A, B), np.outer(V, V[:2]), np.vdot(A, B),
                           np.tensordot(M, A, axes=([2], [0])), np.kron(A[:2], B[:2, :2]),
-                          np.cross(A[:, :3], B[:, :3]), np.cross(np.pad(A[:, :2], ((0, 0), (0, 1))), B[:, :3]), np.trapezoid(A, dx=0.5),
+                          np.cross(A[:, :3], B[:, :3]), np.cross(np.pad(A[:, :2], ((0, 0), (0, 1))), B[:, :3]),
+                          np.trapezoid(A, dx=0.5),
                           np.vander(V, 3), np.corrcoef(A), np.correlate(V, V[:2], "full"),
                           np.sqrt(((A[:, None] - B[None]) ** 2).sum(-1))]),
     "search": (lambda: [ops.searchsorted(np.sort(V), A, side="right"), ops.digitize(A, np.sort(V)),
@@ -121,14 +123,16 @@ def test_scatter_slice_and_eager_only_ops():
     np.testing.assert_array_equal(ops.scatter_update(x + 1, np.array([[0, 0], [0, 0]]), np.array([2.0, 3.0]),
                                                      reduction="add")[0, 0], 6)
     np.testing.assert_array_equal(ops.slice(A, (1, 2), (2, -1)), A[1:3, 2:])
-    np.testing.assert_array_equal(ops.slice_update(x, (1, 1), np.ones((1, 2))), np.pad(np.ones((1, 2)), ((1, 1), (1, 1))))
+    np.testing.assert_array_equal(ops.slice_update(x, (1, 1), np.ones((1, 2))),
+                                  np.pad(np.ones((1, 2)), ((1, 1), (1, 1))))
     values, counts = ops.unique(np.array([3, 1, 3]), return_counts=True)
     assert values.tolist() == [1, 3] and counts.tolist() == [1, 2]
     assert ops.unique(np.array([3, 1, 3]), size=4, fill_value=-1).tolist() == [1, 3, -1, -1]
     assert [i.tolist() for i in ops.nonzero(np.eye(2))] == [[0, 1], [0, 1]]
     assert ops.bincount(np.array([1, 1, 3])).tolist() == [0, 2, 0, 1] and ops.histogram(V, 2)[0].sum() == 5
     assert [c.tolist() for c in ops.unravel_index(np.array([5, 1]), (2, 3))] == [[1, 0], [2, 1]]
-    assert np.isnan(ops.cholesky(-np.eye(2))).all() and np.isnan(ops.inv(np.stack([np.eye(2), np.zeros((2, 2))]))[1]).all()
+    assert np.isnan(ops.cholesky(-np.eye(2))).all()  # JAX's rule: NaN, not an error, for what cannot be factored
+    assert np.isnan(ops.inv(np.stack([np.eye(2), np.zeros((2, 2))]))[1]).all()
     assert ops.size(A) == 12 and ops.dtype(A) == "float64" and ops.is_tensor(A) and not ops.is_tensor(1.0)
 
 
@@ -251,7 +255,8 @@ def test_nn_and_image_ops_match_keras(keras):
     calls = [("celu", (x, 0.7)), ("glu", (x,)), ("soft_shrink", (x, 0.3)), ("squareplus", (x, 3)),
              ("sparse_plus", (x,)), ("normalize", (x,)), ("rms_normalization", (x, np.arange(6, dtype="float32"))),
              ("categorical_crossentropy", (t, p)), ("binary_crossentropy", (t, x, True)),
-             ("sparse_categorical_crossentropy", (t.argmax(-1), x, True)), ("depth_to_space", (np.tile(img, 3)[:, :4, :6, :8], 2)),
+             ("sparse_categorical_crossentropy", (t.argmax(-1), x, True)),
+             ("depth_to_space", (np.tile(img, 3)[:, :4, :6, :8], 2)),
              ("dot_product_attention", (q, k, k, None, None, None, True)), ("multi_hot", (np.array([[0, 2]]), 4))]
     for name, args in calls:
         expected = keras.ops.convert_to_numpy(getattr(keras.ops, name)(*args))
