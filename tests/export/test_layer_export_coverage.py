@@ -46,7 +46,7 @@ BUILT_HERE = {
     "GRUCell": lambda: _sequence(layers.RNN(layers.GRUCell(3))),
     "StackedRNNCells": lambda: _sequence(layers.RNN(layers.StackedRNNCells([layers.GRUCell(3), layers.LSTMCell(2)]))),
     "TimeDistributed": lambda: _sequence(layers.TimeDistributed(layers.Dense(3))),
-    "Masking": _masked,
+    "Masking": lambda: _masked(),
     "RandomContrast": lambda: _image(layers.RandomContrast(0.5)),
     "RandomCrop": lambda: _image(layers.RandomCrop(4, 4)),
     "RandomTranslation": lambda: _image(layers.RandomTranslation(0.2, 0.2)),
