@@ -89,6 +89,10 @@ def read_archive(filepath):
     try:
         with zipfile.ZipFile(source) as zf:
             names = _check_members(zf, source)
+            assets = sorted(name for name in names if name.startswith("assets/") and not name.endswith("/"))
+            if assets:
+                raise ValueError(f"Cannot load '{source}': it holds assets ({', '.join(assets[:3])}), such as the "
+                                 "adapted vocabulary of a lookup layer, which kgraph does not read from .keras files.")
             if CONFIG not in names:
                 raise ValueError(f"Cannot load '{source}': it is not a .keras archive (no {CONFIG}). "
                                  f"Received members: {sorted(names)[:10]}")

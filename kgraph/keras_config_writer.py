@@ -15,9 +15,9 @@ _OP_MODULE = {name: f"keras.src.ops.{module}" for module, names in _OP_MODULES.i
 _KGRAPH_ONLY_OPS = {"Allclose", "BatchNormalization", "ConvMaxPool", "Dense", "Eye", "Gru", "HardSwish",
                     "LayerNormalization", "Lstm", "Ones", "SimpleRnn", "Swish", "Zeros"}
 _DROPPED_ARGUMENTS = ("batch_input_shape",)
-# Arguments kgraph's configs carry that these Keras constructors do not accept.
-_KERAS_REJECTS = {"SpatialDropout1D": ("trainable",), "SpatialDropout2D": ("trainable",),
-                  "SpatialDropout3D": ("trainable",)}
+# Keras 3.15's layers whose constructors take no `trainable` (nor **kwargs).
+_KERAS_REJECTS = {name: ("trainable",) for name in ("Discretization", "Pipeline", "SpatialDropout1D",
+                                                    "SpatialDropout2D", "SpatialDropout3D")}
 
 
 def model_to_keras(model):

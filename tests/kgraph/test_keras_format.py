@@ -118,7 +118,13 @@ def _keras_models(keras):
     sub_input = keras.Input((3,))
     sub = keras.Model(sub_input, L.Dense(2)(sub_input), name="sub")
     shared = L.Dense(6)
+    normalization = L.Normalization()
+    normalization.adapt(np.linspace(0.0, 3.0, 60, dtype="float32").reshape(20, 3))
     return {
+        "preprocessing": seq((3,), normalization, L.Discretization(bin_boundaries=[-0.5, 0.0, 0.5])),
+        "image_preprocessing": seq((6, 6, 3), L.Resizing(4, 4), L.CenterCrop(2, 2), L.RandomFlip(),
+                                   L.RandomRotation(0.1), L.RandomContrast(0.2)),
+        "category_encoding": seq((3,), L.CategoryEncoding(num_tokens=5, output_mode="multi_hot"), dtype="int32"),
         "dense": seq((4,), L.Dense(3, activation="gelu", use_bias=False), L.Activation("softmax")),
         "reshaping": seq((4, 3), L.Flatten(), L.Reshape((3, 4)), L.Permute((2, 1)), L.Dropout(0.2)),
         "conv1d": seq((8, 3), L.Conv1D(4, 3, strides=2, padding="causal"), L.MaxPooling1D(2), L.GlobalMaxPooling1D()),
@@ -164,7 +170,7 @@ def test_keras_layer_kinds_load_and_save_both_ways(tmp_path):
     for name, model in _keras_models(keras).items():
         for weight in model.non_trainable_weights:  # moving statistics away from their initial values
             weight.assign(rng.uniform(0.5, 1.5, size=weight.shape).astype(weight.dtype))
-        inputs = [rng.integers(0, 7, size=(2, *t.shape[1:])).astype("int32") if t.dtype == "int32"
+        inputs = [rng.integers(0, 5, size=(2, *t.shape[1:])).astype("int32") if t.dtype == "int32"
                   else rng.normal(size=(2, *t.shape[1:])).astype("float32") for t in model.inputs]
         model.save(tmp_path / f"{name}.keras")
         ours = kgraph.load_model(tmp_path / f"{name}.keras")
@@ -232,6 +238,12 @@ def test_decompression_bomb_is_refused(tmp_path):
 def test_too_many_members_are_refused(tmp_path):
     members = {**_mlp_members(), **{f"assets/{i}": b"" for i in range(300)}}
     with pytest.raises(ValueError, match="303 members"):
+        kgraph.load_model(_archive(tmp_path / "m.keras", members))
+
+
+def test_assets_are_refused_rather_than_ignored(tmp_path):
+    members = {**_mlp_members(), "assets/layers/string_lookup/vocabulary.txt": b"a\nb\n"}
+    with pytest.raises(ValueError, match="holds assets .*vocabulary.txt.*lookup layer"):
         kgraph.load_model(_archive(tmp_path / "m.keras", members))
 
 
