@@ -101,6 +101,11 @@ def _index(x, ids):
             ops.in_top_k(ids, x[:, :3], 2)]
 
 
+def _fft(a, b, s):
+    return [*ops.fft((a, b)), *ops.fft2((a, b)), *ops.ifft2((a, b)), *ops.rfft(s), *ops.rfft(s, 10), *ops.rfft(s, 4),
+            ops.irfft((a, b)), ops.irfft((a, b), 7), ops.irfft((a, b), 15), ops.irfft((a, b), 4)]
+
+
 # name -> (input specs: shape or (shape, dtype), model function, minimum opset)
 CASES = {
     "math": ([(4,), (4,)], _math, 13),
@@ -110,6 +115,7 @@ CASES = {
     "nn": ([(4, 6), (4, 6, 8), (3, 4, 8), (5, 2, 8), ((3,), "int32")], _nn, 13),
     "linalg_image": ([(3, 3), (4,), (5, 7, 3)], _linalg_image, 13),
     "index": ([(4,), ((), "int32")], _index, 18),
+    "fft": ([(3, 6), (3, 6), (7,)], _fft, 17),
 }
 
 
@@ -129,6 +135,8 @@ def _feeds(model, batch):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_extra_ops_match_native_predict(name, last):
     specs, fn, opset = CASES[name]
+    # A DFT output sums n float32 products: its absolute error scales with the inputs' magnitudes, not its own.
+    atol = 1e-4 if name == "fft" else 1e-5
     inputs = [kgraph.Input(shape=s[0], dtype=s[1], name=f"x{k}") if isinstance(s[0], tuple)
               else kgraph.Input(shape=s, name=f"x{k}") for k, s in enumerate(specs)]
     model = kgraph.Model(inputs, fn(*inputs), name=name)
@@ -137,7 +145,7 @@ def test_extra_ops_match_native_predict(name, last):
         feeds = _feeds(model, batch)
         for k, (expected, actual) in enumerate(zip(native_outputs(model, feeds), sess.run(None, feeds))):
             # float32 against NumPy: a few ulps of the values, as the other op converter tests allow.
-            max_abs, max_rel, ok, detail = compare(expected, actual, rtol=1e-5, atol=1e-5)
+            max_abs, max_rel, ok, detail = compare(expected, actual, rtol=1e-5, atol=atol)
             assert ok, f"{name} batch={batch} output {k}: max_abs={max_abs} max_rel={max_rel} {detail}"
 
 

@@ -86,6 +86,9 @@ VALUES = {
                         ops.isin(I, [5, 7], invert=True), ops.select([A > 1, A < 0], [A, B], 9.0)],
                lambda: [np.searchsorted(np.sort(V), A, side="right"), np.digitize(A, np.sort(V)),
                         np.isin(I, [5, 7], invert=True), np.select([A > 1, A < 0], [A, B], 9.0)]),
+    "fft": (lambda: [*ops.fft((A, B)), *ops.fft2((M, M)), *ops.ifft2((A, B)), *ops.rfft(V, 8), ops.irfft((A, B), 7)],
+            lambda: [f(z) for z in (np.fft.fft(A + 1j * B), np.fft.fft2(M + 1j * M), np.fft.ifft2(A + 1j * B),
+                                    np.fft.rfft(V, 8)) for f in (np.real, np.imag)] + [np.fft.irfft(A + 1j * B, 7)]),
     "linalg": (lambda: [ops.inv(M), ops.det(M), ops.slogdet(M)[1], ops.logdet(SPD), ops.solve(M, B[:, :3].T[None]),
                         ops.cholesky(SPD), ops.cholesky(SPD, upper=True), ops.eigh(SPD)[0], ops.norm(M, axis=(1, 2)),
                         ops.norm(A, ord=1, axis=0), ops.norm(M, "nuc", axis=(2, 1)), ops.pinv(A), ops.matrix_rank(A),
@@ -207,6 +210,8 @@ GRADIENTS = {
                + ops.cholesky(ops.matmul(xs[1], ops.swapaxes(xs[1], -1, -2)) + 3 * np.eye(3))
                + ops.eigh(ops.matmul(xs[0], ops.swapaxes(xs[0], -1, -2)))[1][..., :1] ** 2
                + ops.expand_dims(ops.norm(xs[0], axis=(1, 2)), (1, 2)), [M, S]),
+    "fft": (lambda xs: ops.concatenate([*ops.fft((xs[0], xs[1])), *ops.ifft2((xs[0], xs[1])), *ops.rfft(xs[0], 6)], -1)
+            + ops.irfft((xs[0], xs[1]), 5)[:, :1], [A, B]),
     "image": (lambda xs: ops.image.resize(xs[0], (5, 2)) + ops.image.rgb_to_grayscale(ops.image.hsv_to_rgb(
         ops.sigmoid(ops.image.resize(xs[0], (5, 2), interpolation="nearest"))))
         + ops.image.rgb_to_hsv(ops.sigmoid(ops.image.resize(xs[0], (5, 2)))), [RNG.random((1, 4, 3, 3))]),
