@@ -17,6 +17,7 @@ UNEXPORTABLE.update({
     "gcd": "ONNX has no greatest common divisor (Euclid's loop per element)",
     "lcm": "ONNX has no least common multiple (Euclid's loop per element)",
     "nextafter": "ONNX cannot step to the adjacent float (it has no bit reinterpretation)",
+    "erfinv": "ONNX has no inverse error function (only Erf)",
 })
 
 

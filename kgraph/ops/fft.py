@@ -89,7 +89,7 @@ def _irfft_weights(m, length):
 
 @primitive(list_input=True)
 def irfft(x, fft_length=None):
-    """Inverse of ``rfft``: real signals of ``fft_length`` samples (default ``2 * (bins - 1)``) from ``(real, imag)``."""
+    """Inverse of ``rfft``: real signals of ``fft_length`` samples (default ``2 * (bins - 1)``) of ``(real, imag)``."""
     z, dtype = _pair("irfft", x)
     m = z.shape[-1]
     length = 2 * (m - 1) if fft_length is None else int(fft_length)

@@ -8,8 +8,8 @@ import types
 
 # keras.ops functions that the NumPy-family modules define but keras.ops.numpy does not list.
 _NOT_NUMPY = {
-    "cast", "convert_to_numpy", "convert_to_tensor", "erf", "erfc", "getitem", "in_top_k", "logsumexp", "rsqrt",
-    "scatter", "scatter_update", "shape", "slice", "slice_update", "stop_gradient", "top_k", "unstack",
+    "cast", "convert_to_numpy", "convert_to_tensor", "erf", "erfc", "erfinv", "getitem", "in_top_k", "logsumexp",
+    "rsqrt", "scatter", "scatter_update", "shape", "slice", "slice_update", "stop_gradient", "top_k", "unstack",
 }
 _FAMILIES = {
     "numpy": ("math", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index"),

@@ -14,7 +14,7 @@ from kgraph.ops.math import _no_gradient
 __all__ = [
     "allclose", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "bitwise_and",
     "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
-    "cbrt", "cosh", "deg2rad", "divide_no_nan", "erfc", "exp2", "fabs", "fmax", "fmin", "fmod", "gcd",
+    "cbrt", "cosh", "deg2rad", "divide_no_nan", "erfc", "erfinv", "exp2", "fabs", "fmax", "fmin", "fmod", "gcd",
     "heaviside", "hypot", "isclose", "isinf", "isneginf", "isposinf", "lcm", "ldexp", "left_shift", "log10",
     "log2", "logaddexp", "logaddexp2", "logical_xor", "nan_to_num", "nextafter", "rad2deg", "right_shift",
     "signbit", "sinc", "sinh", "tan", "trunc",
@@ -85,6 +85,39 @@ def fmod(x1, x2):
     """Elementwise remainder of ``x1 / x2`` with the sign of ``x1`` (C's fmod)."""
     out = np.fmod(x1, x2)
     return out, lambda g: (g, lambda: -g * np.trunc(np.divide(x1, x2)))
+
+
+# Giles's polynomial fits of erfinv ("Approximating the erfinv function", 2010), for w = -log(1 - x^2) below
+# and above 5; two Newton steps on erf then make the result exact to float64 rounding.
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+_erf64 = np.frompyfunc(_pymath.erf, 1, 1)
+
+
+@primitive
+def erfinv(x):
+    """Elementwise inverse error function (infinite at -1 and 1, NaN outside)."""
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(backend.floatx())
+    z = x.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = -np.log((1 - z) * (1 + z))
+        central, tail = np.zeros_like(z), np.zeros_like(z)
+        for c in _ERFINV_CENTRAL:
+            central = central * (w - 2.5) + c
+        for c in _ERFINV_TAIL:
+            tail = tail * (np.sqrt(w) - 3) + c
+        y = np.where(w < 5, central, tail) * z
+        inner = np.isfinite(y)
+        for _ in range(2):
+            step = (np.asarray(_erf64(np.where(inner, y, 0)), dtype=np.float64) - z) / (
+                2 / _pymath.sqrt(_pymath.pi) * np.exp(-y * y))
+            y = np.where(inner, y - step, y)
+        y = np.where(np.abs(z) == 1, np.copysign(np.inf, z), np.where(np.abs(z) > 1, np.nan, y))
+    out = y.astype(dtype)
+    return out, lambda g: g * (_pymath.sqrt(_pymath.pi) / 2) * np.exp(np.square(out))
 
 
 def log2(x):

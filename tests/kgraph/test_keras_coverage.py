@@ -158,7 +158,6 @@ NOT_PROVIDED_OPS = {
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
     "view": "not yet supported: reinterpreting a tensor's bytes as another dtype",
     "vectorize": "not yet supported: a NumPy-style vectorizing decorator",
-    "erfinv": "not yet supported: the inverse error function (NumPy has none)",
     "ctc_loss": "not yet supported: CTC's dynamic programming over alignments",
     "ctc_decode": "not yet supported: CTC's greedy and beam-search decoding",
     "fold": "not yet supported: PyTorch-style col2im", "unfold": "not yet supported: PyTorch-style im2col",

@@ -30,11 +30,12 @@ VALUES = {
                       np.cbrt(A), np.hypot(A * 1e200, B * 1e200), np.sinc(np.array([0.0, 0.5]))]),
     "elementwise": (lambda: [ops.fmod(A, 0.7), ops.trunc(A), ops.deg2rad(A), ops.rad2deg(A), ops.heaviside(A, 0.5),
                              ops.divide_no_nan(A, np.where(B > 0, B, 0)), ops.ldexp(A, 3), ops.erfc(A),
-                             ops.fmax(A, np.where(B > 0, np.nan, B)), ops.fmin(np.nan * A, B)],
+                             ops.fmax(A, np.where(B > 0, np.nan, B)), ops.fmin(np.nan * A, B),
+                             np.vectorize(__import__("math").erf)(ops.erfinv(P * 2 - 1))],
                     lambda: [np.fmod(A, 0.7), np.trunc(A), np.deg2rad(A), np.rad2deg(A), np.heaviside(A, 0.5),
                              np.where(B > 0, A / np.where(B > 0, B, 1), 0), np.ldexp(A, 3),
                              1 - np.vectorize(__import__("math").erf)(A),
-                             np.fmax(A, np.where(B > 0, np.nan, B)), np.fmin(np.nan * A, B)]),
+                             np.fmax(A, np.where(B > 0, np.nan, B)), np.fmin(np.nan * A, B), P * 2 - 1]),
     "tests": (lambda: [ops.isclose(A, A + 1e-9), ops.allclose(A, A * (1 + 1e-7)), ops.isinf(np.array([np.inf, 1.0])),
                        ops.isposinf(np.array([np.inf, -np.inf])), ops.isneginf(np.array([np.inf, -np.inf])),
                        ops.signbit(np.array([-0.0, 1.0])), ops.logical_xor(A > 0, B > 0),
@@ -177,7 +178,7 @@ GRADIENTS = {
     "binary": (lambda xs: ops.arctan2(xs[0], xs[1]) + ops.hypot(xs[0], xs[1]) + ops.logaddexp(xs[0], xs[1])
                + ops.logaddexp2(xs[0], xs[1]) + ops.fmod(xs[0], xs[1]), [A, B]),
     "unary": (lambda xs: ops.log2(xs[0]) + ops.log10(xs[0]) + ops.exp2(xs[1]) + ops.cbrt(xs[1]) + ops.sinc(xs[1])
-              + ops.erfc(xs[1]) + ops.fabs(xs[1]) + ops.deg2rad(xs[1]), [P, A]),
+              + ops.erfc(xs[1]) + ops.fabs(xs[1]) + ops.deg2rad(xs[1]) + ops.erfinv(xs[0]), [P, A]),
     "activations": (lambda xs: ops.celu(xs[0], 0.7) + ops.sparse_plus(xs[0]) + ops.squareplus(xs[0])
                     + ops.soft_shrink(xs[0]) + ops.hard_shrink(xs[0]) + ops.tanh_shrink(xs[0])
                     + ops.threshold(xs[0], 0.1, 0.0) + ops.hard_tanh(xs[0]) + ops.sparse_sigmoid(xs[0])
