@@ -10,6 +10,7 @@ import warnings
 from kgraph import initializers
 from kgraph.layer import get_registered_layer
 from kgraph.ops.operations import get_op_class
+from kgraph.registration import get_registered_object
 from kgraph.serialization import OPS_MODULE
 
 _PLAIN_FORMS = ("__keras_tensor__", "__tuple__", "__slice__", "__numpy__", "__ellipsis__")
@@ -40,9 +41,10 @@ def layer_from_keras(data, custom_objects, path="config"):
     if not _is_object(data):
         raise ValueError(f"Expected a Keras object with 'class_name' and 'config' at {path} of the .keras config. "
                          f"Received: {str(data)[:200]}")
-    class_name = data["class_name"]
-    for key in (class_name, data.get("registered_name")):
-        if key in custom_objects:
+    class_name, registered = data["class_name"], data.get("registered_name")
+    for key in (class_name, registered):
+        # custom_objects, or a class the user registered (register_keras_serializable) under the file's name
+        if key in custom_objects or (key == registered and key and get_registered_object(key) is not None):
             return {"class_name": key, "config": _value(data["config"], custom_objects, path)}
     if _module(data).startswith(("keras.src.ops.", "keras.ops")):
         if get_op_class(class_name) is None:

@@ -1,6 +1,7 @@
 """kgraph models -> Keras 3 configs (the ``config.json`` of a ``.keras`` archive that Keras loads)."""
 from kgraph.keras_config import shift_model_refs
 from kgraph.layer import get_registered_layer
+from kgraph.registration import get_registered_name
 from kgraph.serialization import OPS_MODULE, serialize_layer
 
 _OP_MODULES = {
@@ -51,13 +52,13 @@ def _layer(data, where):
 
 
 def _origin(class_name):
-    """Built-in layers are Keras's; a user's layer keeps its module and is registered by its class name, the
-    name a Keras user passes in ``custom_objects`` to supply a Keras version of it."""
+    """Built-in layers are Keras's; a user's layer keeps its module and its registered name (``package>name``, or
+    its class name), the name a Keras user passes in ``custom_objects`` to supply a Keras version of it."""
     cls = get_registered_layer(class_name)
     module = getattr(cls, "__module__", "")
     if module.startswith("kgraph."):
         return {"module": "keras.layers", "registered_name": None}
-    return {"module": module, "registered_name": class_name}
+    return {"module": module, "registered_name": get_registered_name(cls)}
 
 
 def _entry(entry, where):

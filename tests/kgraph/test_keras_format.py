@@ -426,3 +426,32 @@ def test_lambda_functions_come_only_from_custom_objects(tmp_path):
     model = kgraph.load_model(path, custom_objects={"double": double})
     inputs, expected = _reference("mlp")
     np.testing.assert_allclose(_predict(model, inputs), 2.0 * expected, atol=1e-5, rtol=0)
+
+
+class _Scale(kgraph.layers.Layer):
+    """``inputs * factor``: a user layer registered under a package name."""
+
+    def __init__(self, factor=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+
+    def call(self, inputs):
+        return inputs * self.factor
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor}
+
+
+def test_registered_user_layers_load_by_registered_name(tmp_path):
+    kgraph.saving.register_keras_serializable(package="keras_format_tests")(_Scale)
+    x = kgraph.Input((3,))
+    kgraph.Model(x, _Scale(3.0, name="scale")(x)).save(tmp_path / "scale.keras")
+    with zipfile.ZipFile(tmp_path / "scale.keras") as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    config = json.loads(members["config.json"])
+    entry = config["config"]["layers"][1]
+    assert (entry["module"], entry["registered_name"]) == (__name__, "keras_format_tests>_Scale")
+    entry["module"] = "another_package.layers"  # found by its registered name, not by module
+    members["config.json"] = json.dumps(config).encode()
+    again = kgraph.load_model(_archive(tmp_path / "moved.keras", members))
+    np.testing.assert_array_equal(_predict(again, [np.ones((2, 3), "float32")]), np.full((2, 3), 3.0, "float32"))
