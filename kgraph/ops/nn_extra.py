@@ -9,7 +9,7 @@ from kgraph.ops.numpy_math import dtype_of, floating
 from kgraph.ops.numpy_reductions import sort
 
 __all__ = [
-    "binary_crossentropy", "categorical_crossentropy", "celu", "depth_to_space", "dot_product_attention", "glu",
+    "adaptive_average_pool", "adaptive_max_pool", "binary_crossentropy", "categorical_crossentropy", "celu", "depth_to_space", "dot_product_attention", "glu",
     "hard_shrink", "hard_tanh", "multi_hot", "normalize", "psnr", "rms_normalization", "soft_shrink",
     "space_to_depth", "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid", "sparsemax", "squareplus",
     "tanh_shrink", "threshold",
@@ -213,3 +213,43 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
         logits = _k.where(allowed, logits, np.finfo(dtype_of(logits)).min)
     weights = _k.softmax(logits, axis=-1)
     return _k.einsum("bnts,bsnh->btnh", weights, value)
+
+
+def _adaptive_windows(size, out):
+    """PyTorch's adaptive windows: output ``i`` pools ``[floor(i * size / out), ceil((i + 1) * size / out))``."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _adaptive_pool(inputs, output_size, data_format, average):
+    rank = len(_k.shape(inputs))
+    if rank not in (3, 4, 5):
+        raise ValueError(f"Adaptive pooling expects a rank 3, 4 or 5 input (batch, spatial..., channels). "
+                         f"Received: inputs.shape={_k.shape(inputs)}")
+    data_format = "channels_last" if data_format is None else data_format
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError("data_format must be 'channels_last' or 'channels_first'. "
+                         f"Received: data_format={data_format!r}")
+    sizes = (output_size,) * (rank - 2) if isinstance(output_size, int) else tuple(output_size)
+    axes = range(1, rank - 1) if data_format == "channels_last" else range(2, rank)
+    x = floating(inputs) if average else inputs
+    for axis, out in zip(axes, sizes):
+        windows = _adaptive_windows(_k.shape(x)[axis], out)
+        if average:
+            weights = np.zeros((out, _k.shape(x)[axis]), dtype=dtype_of(x))
+            for i, (start, stop) in enumerate(windows):
+                weights[i, start:stop] = 1 / (stop - start)
+            x = _k.moveaxis(_k.matmul(_k.moveaxis(x, axis, -1), weights.T), -1, axis)
+        else:
+            x = _k.concatenate([_k.max(_k.take(x, list(range(start, stop)), axis=axis), axis=axis, keepdims=True)
+                                for start, stop in windows], axis=axis)
+    return x
+
+
+def adaptive_average_pool(inputs, output_size, data_format=None):
+    """Average pooling to ``output_size`` (per spatial axis) with PyTorch's adaptive windows."""
+    return _adaptive_pool(inputs, output_size, data_format, average=True)
+
+
+def adaptive_max_pool(inputs, output_size, data_format=None):
+    """Max pooling to ``output_size`` (per spatial axis) with PyTorch's adaptive windows."""
+    return _adaptive_pool(inputs, output_size, data_format, average=False)

@@ -79,7 +79,9 @@ def _nn(x, img, q, kv, i):
             ops.binary_crossentropy(p, p), ops.binary_crossentropy(p, x, from_logits=True),
             ops.multi_hot(ops.abs(i) % 5, 5), ops.depth_to_space(img, 2), ops.space_to_depth(img, 2),
             ops.dot_product_attention(q, kv, kv), ops.dot_product_attention(q, kv, kv, is_causal=True, scale=0.2),
-            ops.cdist(x, x), ops.extract_sequences(x, 3, 2), ops.saturate_cast(x * 100.0, "int8")]
+            ops.cdist(x, x), ops.extract_sequences(x, 3, 2), ops.saturate_cast(x * 100.0, "int8"),
+            ops.adaptive_average_pool(img, (3, 4)), ops.adaptive_max_pool(img, (3, 4)),
+            ops.adaptive_max_pool(img, 2, data_format="channels_first")]
 
 
 def _linalg_image(a, v, image):

@@ -162,8 +162,6 @@ NOT_PROVIDED_OPS = {
     "ctc_decode": "not yet supported: CTC's greedy and beam-search decoding",
     "fold": "not yet supported: PyTorch-style col2im", "unfold": "not yet supported: PyTorch-style im2col",
     "rearrange": "not yet supported: einops patterns",
-    "adaptive_average_pool": "not yet supported as an op (the AdaptiveAveragePooling layers exist)",
-    "adaptive_max_pool": "not yet supported as an op (the AdaptiveMaxPooling layers exist)",
     "affine_transform": _IMAGE, "elastic_transform": _IMAGE, "extract_patches": _IMAGE,
     "extract_patches_3d": _IMAGE, "gaussian_blur": _IMAGE, "map_coordinates": _IMAGE,
     "perspective_transform": _IMAGE, "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE, "ssim": _IMAGE,

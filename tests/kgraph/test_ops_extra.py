@@ -213,6 +213,8 @@ GRADIENTS = {
                + ops.expand_dims(ops.norm(xs[0], axis=(1, 2)), (1, 2)), [M, S]),
     "fft": (lambda xs: ops.concatenate([*ops.fft((xs[0], xs[1])), *ops.ifft2((xs[0], xs[1])), *ops.rfft(xs[0], 6)], -1)
             + ops.irfft((xs[0], xs[1]), 5)[:, :1], [A, B]),
+    "adaptive_pooling": (lambda xs: ops.adaptive_average_pool(xs[0], (2, 3)) + ops.adaptive_max_pool(xs[0], (2, 3)),
+                         [RNG.standard_normal((1, 5, 4, 2))]),
     "image": (lambda xs: ops.image.resize(xs[0], (5, 2)) + ops.image.rgb_to_grayscale(ops.image.hsv_to_rgb(
         ops.sigmoid(ops.image.resize(xs[0], (5, 2), interpolation="nearest"))))
         + ops.image.rgb_to_hsv(ops.sigmoid(ops.image.resize(xs[0], (5, 2)))), [RNG.random((1, 4, 3, 3))]),
@@ -263,7 +265,9 @@ def test_nn_and_image_ops_match_keras(keras):
              ("categorical_crossentropy", (t, p)), ("binary_crossentropy", (t, x, True)),
              ("sparse_categorical_crossentropy", (t.argmax(-1), x, True)),
              ("depth_to_space", (np.tile(img, 3)[:, :4, :6, :8], 2)),
-             ("dot_product_attention", (q, k, k, None, None, None, True)), ("multi_hot", (np.array([[0, 2]]), 4))]
+             ("dot_product_attention", (q, k, k, None, None, None, True)), ("multi_hot", (np.array([[0, 2]]), 4)),
+             ("adaptive_average_pool", (img, (3, 2))), ("adaptive_max_pool", (img, (2, 4))),
+             ("adaptive_average_pool", (x, 4, "channels_first"))]
     for name, args in calls:
         expected = keras.ops.convert_to_numpy(getattr(keras.ops, name)(*args))
         np.testing.assert_allclose(getattr(ops, name)(*args), expected, rtol=1e-5, atol=1e-5, err_msg=name)
