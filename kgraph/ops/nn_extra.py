@@ -10,9 +10,9 @@ from kgraph.ops.numpy_reductions import sort
 
 __all__ = [
     "adaptive_average_pool", "adaptive_max_pool", "binary_crossentropy", "categorical_crossentropy", "celu",
-    "depth_to_space", "dot_product_attention", "glu", "hard_shrink", "hard_tanh", "multi_hot", "normalize", "psnr", "rms_normalization", "soft_shrink",
-    "space_to_depth", "sparse_categorical_crossentropy", "sparse_plus", "sparse_sigmoid", "sparsemax", "squareplus",
-    "tanh_shrink", "threshold",
+    "depth_to_space", "dot_product_attention", "glu", "hard_shrink", "hard_tanh", "multi_hot", "normalize", "psnr",
+    "rms_normalization", "soft_shrink", "space_to_depth", "sparse_categorical_crossentropy", "sparse_plus",
+    "sparse_sigmoid", "sparsemax", "squareplus", "tanh_shrink", "threshold",
 ]
 
 
