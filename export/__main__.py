@@ -19,12 +19,13 @@ def parser():
     """The argument parser; ``--help`` documents every option."""
     p = argparse.ArgumentParser(
         prog="python -m export",
-        description="Export a saved kgraph model (.pkl) to an ONNX graph that onnxruntime runs with the same "
+        description="Export a saved kgraph model (.pkl) or a Keras 3 .keras file to an ONNX graph that onnxruntime runs with the same "
                     "numbers. The batch axis of every input and output is dynamic.",
         epilog=f"Exit status: 0 success, {EXIT_EXPORT_FAILED} the model could not be loaded or exported (nothing "
                f"written), {EXIT_USAGE} bad arguments (a module given with --import that fails to import included), "
                f"{EXIT_VERIFY_FAILED} --verify found differences beyond tolerance.")
-    p.add_argument("model", help="a model file written by kgraph's model.save() (.pkl)")
+    p.add_argument("model", help="a model file written by kgraph's model.save() (.pkl), or a Keras 3 .keras archive "
+                                 "(read without Keras; no code in it is run)")
     p.add_argument("-o", "--output", metavar="PATH",
                    help="the .onnx file to write (default: the model path with the suffix .onnx); written "
                         "atomically, so an existing file survives a failed export; the model file itself is "

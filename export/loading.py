@@ -76,8 +76,9 @@ def _check_fields(path, payload):
 
 
 def load(path):
-    """The kgraph model saved at ``path`` (no compile state), or a LoadError saying why not."""
-    read_payload(path)
+    """The kgraph model saved at ``path`` (a kgraph .pkl or a Keras 3 .keras archive), or a LoadError saying why not."""
+    if os.path.isdir(path) or not str(path).endswith(".keras"):
+        read_payload(path)  # a .keras archive is checked by kgraph's own reader
     import kgraph
     try:
         return kgraph.load_model(path, compile=False)

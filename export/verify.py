@@ -89,11 +89,20 @@ def _input_dims(tensor):
     return found
 
 
+def _masks_padding(tensor):
+    """Whether an ``Embedding(mask_zero=True)`` reads ``tensor``: index 0 then marks padding."""
+    return any(getattr(node.outbound_layer, "mask_zero", False) for node in tensor._keras_history.layer.outbound_nodes)
+
+
 def default_sampler(model):
-    """Sampler for ``model``'s inputs: standard normal floats, integers in a range its consumers accept."""
+    """Sampler for ``model``'s inputs: standard normal floats, integers in a range its consumers accept.
+
+    Token ids read by ``Embedding(mask_zero=True)`` come as sequences padded at the end (ids from 1, then
+    zeros), the padding an exported mask stands for (see export.masks)."""
     functional = functional_of(model)
     highs = {name: min(_input_dims(t), default=DEFAULT_INT_HIGH)
              for t, name in zip(functional.inputs, functional.input_names)}
+    padded = {name for t, name in zip(functional.inputs, functional.input_names) if _masks_padding(t)}
 
     def sample(name, shape, dtype, rng):
         dtype = np.dtype(dtype)
@@ -101,7 +110,12 @@ def default_sampler(model):
             return rng.standard_normal(shape).astype(dtype)
         if dtype == np.bool_:
             return rng.random(shape) < 0.5
-        return rng.integers(0, highs.get(name, DEFAULT_INT_HIGH), size=shape).astype(dtype)
+        high = highs.get(name, DEFAULT_INT_HIGH)
+        if name in padded and len(shape) == 2 and high > 1:
+            tokens = rng.integers(1, high, size=shape)
+            lengths = rng.integers(1, shape[1] + 1, size=shape[0]) if shape[1] else np.zeros(shape[0], int)
+            return np.where(np.arange(shape[1]) < lengths[:, None], tokens, 0).astype(dtype)
+        return rng.integers(0, high, size=shape).astype(dtype)
 
     return sample
 
