@@ -1,5 +1,6 @@
 """Converters of ``kgraph.ops.fft``: ONNX DFT (opset 17) over ``(real, imag)`` pairs stacked on a last axis of 2."""
 from export.converters.ops import int64
+from export.converters.ops_extra import register_composites
 from export.registry import op_converter
 
 
@@ -32,6 +33,7 @@ def _transform(axes_from_end, inverse):
     return convert
 
 
+register_composites(["stft", "istft"], opset=17)
 op_converter("fft", opset=17)(_transform([1], inverse=False))
 op_converter("fft2", opset=17)(_transform([2, 1], inverse=False))
 op_converter("ifft2", opset=17)(_transform([2, 1], inverse=True))

@@ -6,9 +6,11 @@ cotangent pair.
 import numpy as np
 
 from kgraph import backend
+from kgraph import ops as _k
 from kgraph.autodiff import primitive
+from kgraph.ops.numpy_math import dtype_of, floating
 
-__all__ = ["fft", "fft2", "ifft2", "irfft", "rfft"]
+__all__ = ["fft", "fft2", "ifft2", "irfft", "istft", "rfft", "stft"]
 
 
 def _pair(name, x):
@@ -105,3 +107,61 @@ def irfft(x, fft_length=None):
         return w.real.astype(dtype), w.imag.astype(dtype)
 
     return out, vjp
+
+
+def _window(window, sequence_length, fft_length, dtype):
+    """The analysis window (periodic Hann or Hamming, an array, or ones), centred in ``fft_length`` samples."""
+    if window is None:
+        values = np.ones(sequence_length)
+    elif isinstance(window, str):
+        periodic = {"hann": np.hanning, "hamming": np.hamming}.get(window)
+        if periodic is None:
+            raise ValueError(f"window must be 'hann', 'hamming', an array or None. Received: window={window!r}")
+        values = periodic(sequence_length + 1)[:-1]
+    else:
+        values = np.asarray(_k.convert_to_numpy(window), dtype=np.float64)
+        if values.shape != (sequence_length,):
+            raise ValueError(f"window must have sequence_length={sequence_length} samples. "
+                             f"Received: window.shape={values.shape}")
+    left = (fft_length - sequence_length) // 2
+    return np.pad(values, (left, fft_length - sequence_length - left)).astype(dtype)
+
+
+def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=True):
+    """Short-time Fourier transform along the last axis: ``(real, imag)`` of shape ``(..., frames, bins)``."""
+    if fft_length < sequence_length:
+        raise ValueError("fft_length must be at least sequence_length. "
+                         f"Received: fft_length={fft_length}, sequence_length={sequence_length}")
+    x = floating(x)
+    dtype = dtype_of(x)
+    if center:
+        widths = [(0, 0)] * (len(_k.shape(x)) - 1) + [(fft_length // 2, fft_length // 2)]
+        x = _k.pad(x, widths, mode="reflect")
+    frames = _k.extract_sequences(x, fft_length, sequence_stride)
+    return rfft(frames * _window(window, sequence_length, fft_length, dtype))
+
+
+def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="hann", center=True):
+    """Inverse of ``stft``: frames from ``irfft``, windowed, overlap-added and divided by the summed squared window."""
+    frames = irfft(x, fft_length=fft_length)
+    dtype = dtype_of(frames)
+    win = _window(window, sequence_length, fft_length, dtype)
+    frames = frames * win
+    rank, count = len(_k.shape(frames)), _k.shape(frames)[-2]
+    total = fft_length + sequence_stride * (count - 1)
+    signal = None
+    norm = np.zeros(total)
+    for k in range(count):
+        start = k * sequence_stride
+        placed = _k.pad(frames[..., k, :], [(0, 0)] * (rank - 2) + [(start, total - start - fft_length)])
+        signal = placed if signal is None else signal + placed
+        norm[start:start + fft_length] += np.square(win)
+    first = fft_length // 2 if center else 0
+    last = total - fft_length // 2 if center else total
+    if length is not None:
+        last = min(first + length, total)
+    norm = np.where(norm > 1e-11, norm, 1).astype(dtype)
+    signal = signal[..., first:last] / norm[first:last]
+    if length is not None and last - first < length:
+        signal = _k.pad(signal, [(0, 0)] * (rank - 2) + [(0, length - (last - first))])
+    return signal

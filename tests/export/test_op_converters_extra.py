@@ -105,7 +105,9 @@ def _index(x, ids):
 
 def _fft(a, b, s):
     return [*ops.fft((a, b)), *ops.fft2((a, b)), *ops.ifft2((a, b)), *ops.rfft(s), *ops.rfft(s, 10), *ops.rfft(s, 4),
-            ops.irfft((a, b)), ops.irfft((a, b), 7), ops.irfft((a, b), 15), ops.irfft((a, b), 4)]
+            ops.irfft((a, b)), ops.irfft((a, b), 7), ops.irfft((a, b), 15), ops.irfft((a, b), 4),
+            *ops.stft(s, 4, 2, 6), *ops.stft(s, 4, 3, 4, window=None, center=False),
+            ops.istft(ops.stft(s, 4, 2, 4), 4, 2, 4, length=7)]
 
 
 # name -> (input specs: shape or (shape, dtype), model function, minimum opset)

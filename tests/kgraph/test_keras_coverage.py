@@ -139,21 +139,19 @@ NOT_PROVIDED_LAYERS = {
     "Pipeline": "not yet supported: a sequence of preprocessing layers applied outside the model graph",
     "MaxNumBoundingBoxes": "not yet supported: bounding-box preprocessing",
     "HashedCrossing": "not yet supported: hashing crossed categorical features",
-    "MelSpectrogram": "not yet supported: needs a short-time Fourier transform (stft)",
-    "STFTSpectrogram": "not yet supported: needs a short-time Fourier transform (stft)",
+    "MelSpectrogram": "not yet supported: a spectrogram layer (the stft op exists)",
+    "STFTSpectrogram": "not yet supported: a spectrogram layer (the stft op exists)",
     "ReversibleEmbedding": "not yet supported: an embedding reused as the output projection",
     "Wrapper": "not yet supported: the base class of layer wrappers",
     "serialize": "not yet supported: layer (de)serialization lives in kgraph.saving",
     "deserialize": "not yet supported: layer (de)serialization lives in kgraph.saving",
 }
 
-_FFT = "not yet supported: short-time Fourier transforms (kgraph has fft, rfft and their inverses)"
 _COMPLEX = "complex numbers: kgraph computes in real dtypes, as ONNX does"
 _IMAGE = "not yet supported: an image op beyond resizing, color spaces, padding and cropping"
 NOT_PROVIDED_OPS = {
     "angle": _COMPLEX, "conj": _COMPLEX, "conjugate": _COMPLEX, "imag": _COMPLEX, "real": _COMPLEX,
     "isreal": _COMPLEX, "polar": _COMPLEX, "view_as_complex": _COMPLEX, "view_as_real": _COMPLEX,
-    "stft": _FFT, "istft": _FFT,
     "jvp": "kgraph differentiates in reverse mode only (GradientTape); it has no forward-mode products",
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
     "view": "not yet supported: reinterpreting a tensor's bytes as another dtype",
