@@ -271,6 +271,7 @@ def test_nn_and_image_ops_match_keras(keras):
     t = np.eye(6, dtype="float32")[RNG.integers(0, 6, (2, 4))]
     img = RNG.random((2, 5, 7, 3)).astype("float32")
     q, k = RNG.standard_normal((2, 3, 4, 8)).astype("float32"), RNG.standard_normal((2, 5, 2, 8)).astype("float32")
+    signal = x.reshape(2, 24)
     calls = [("celu", (x, 0.7)), ("glu", (x,)), ("soft_shrink", (x, 0.3)), ("squareplus", (x, 3)),
              ("sparse_plus", (x,)), ("normalize", (x,)), ("rms_normalization", (x, np.arange(6, dtype="float32"))),
              ("categorical_crossentropy", (t, p)), ("binary_crossentropy", (t, x, True)),
@@ -278,8 +279,8 @@ def test_nn_and_image_ops_match_keras(keras):
              ("depth_to_space", (np.tile(img, 3)[:, :4, :6, :8], 2)),
              ("dot_product_attention", (q, k, k, None, None, None, True)), ("multi_hot", (np.array([[0, 2]]), 4)),
              ("adaptive_average_pool", (img, (3, 2))), ("adaptive_max_pool", (img, (2, 4))),
-             ("adaptive_average_pool", (x, 4, "channels_first")), ("stft", (x.reshape(2, 24), 6, 3, 8, "hann", False)),
-             ("stft", (x.reshape(2, 24), 8, 5, 10, None)), ("istft", (ops.stft(x.reshape(2, 24), 8, 4, 8), 8, 4, 8, 24))]
+             ("adaptive_average_pool", (x, 4, "channels_first")), ("stft", (signal, 6, 3, 8, "hann", False)),
+             ("stft", (signal, 8, 5, 10, None)), ("istft", (ops.stft(signal, 8, 4, 8), 8, 4, 8, 24))]
     for name, args in calls:
         expected = getattr(keras.ops, name)(*args)
         expected = [keras.ops.convert_to_numpy(e) for e in (expected if isinstance(expected, tuple) else [expected])]
