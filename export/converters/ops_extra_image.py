@@ -1,5 +1,6 @@
-"""Converters of ``kgraph.ops.image``: every op there is a composition of other ops, converted by tracing."""
+"""Converters of ``kgraph.ops.image`` and ``kgraph.ops.patches``: compositions of other ops, converted by tracing."""
 from export.converters.ops_extra import register_composites
 from kgraph.ops.image import __all__ as _IMAGE
+from kgraph.ops.patches import __all__ as _PATCHES
 
-register_composites(_IMAGE)
+register_composites(_IMAGE + _PATCHES)

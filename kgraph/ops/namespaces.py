@@ -13,11 +13,12 @@ _NOT_NUMPY = {
 }
 _FAMILIES = {
     "numpy": ("math", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index"),
-    "nn": ("nn", "nn_extra", "conv", "conv_pool", "pooling", "normalization"),
+    "nn": ("nn", "nn_extra", "conv", "conv_pool", "pooling", "normalization", "patches"),
     "linalg": ("linalg",),
-    "image": ("image",),
+    "image": ("image", "patches"),
 }
-_EXCLUDED = {"numpy": _NOT_NUMPY, "nn": {"conv_max_pool", "dense"}, "linalg": {"logdet", "slogdet"}, "image": set()}
+_EXCLUDED = {"numpy": _NOT_NUMPY, "nn": {"conv_max_pool", "dense", "extract_patches"}, "linalg": {"logdet", "slogdet"},
+             "image": {"fold", "unfold"}}
 _EXTRA = {"numpy": {"get_item", "i0", "slogdet"}, "nn": set(), "linalg": set(), "image": set()}
 
 

@@ -81,7 +81,10 @@ def _nn(x, img, q, kv, i):
             ops.dot_product_attention(q, kv, kv), ops.dot_product_attention(q, kv, kv, is_causal=True, scale=0.2),
             ops.cdist(x, x), ops.extract_sequences(x, 3, 2), ops.saturate_cast(x * 100.0, "int8"),
             ops.adaptive_average_pool(img, (3, 4)), ops.adaptive_max_pool(img, (3, 4)),
-            ops.adaptive_max_pool(img, 2, data_format="channels_first")]
+            ops.adaptive_max_pool(img, 2, data_format="channels_first"),
+            ops.unfold(img, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+            ops.fold(ops.unfold(img, 2, stride=2), (4, 6), 2, stride=2),
+            ops.image.extract_patches(img, (2, 3)), ops.image.extract_patches(img, 3, strides=2, padding="same")]
 
 
 def _linalg_image(a, v, image):

@@ -148,7 +148,7 @@ NOT_PROVIDED_LAYERS = {
 }
 
 _COMPLEX = "complex numbers: kgraph computes in real dtypes, as ONNX does"
-_IMAGE = "not yet supported: an image op beyond resizing, color spaces, padding and cropping"
+_IMAGE = "not yet supported: an image op beyond resizing, color spaces, padding, cropping and patches"
 NOT_PROVIDED_OPS = {
     "angle": _COMPLEX, "conj": _COMPLEX, "conjugate": _COMPLEX, "imag": _COMPLEX, "real": _COMPLEX,
     "isreal": _COMPLEX, "polar": _COMPLEX, "view_as_complex": _COMPLEX, "view_as_real": _COMPLEX,
@@ -158,9 +158,8 @@ NOT_PROVIDED_OPS = {
     "vectorize": "not yet supported: a NumPy-style vectorizing decorator",
     "ctc_loss": "not yet supported: CTC's dynamic programming over alignments",
     "ctc_decode": "not yet supported: CTC's greedy and beam-search decoding",
-    "fold": "not yet supported: PyTorch-style col2im", "unfold": "not yet supported: PyTorch-style im2col",
     "rearrange": "not yet supported: einops patterns",
-    "affine_transform": _IMAGE, "elastic_transform": _IMAGE, "extract_patches": _IMAGE,
+    "affine_transform": _IMAGE, "elastic_transform": _IMAGE,
     "extract_patches_3d": _IMAGE, "gaussian_blur": _IMAGE, "map_coordinates": _IMAGE,
     "perspective_transform": _IMAGE, "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE, "ssim": _IMAGE,
 }

@@ -226,6 +226,10 @@ GRADIENTS = {
                          [RNG.standard_normal((1, 5, 4, 2))]),
     "stft": (lambda xs: ops.concatenate(list(ops.stft(xs[0], 6, 3, 8)), -1)[..., :1, :] + ops.istft(
         ops.stft(xs[0], 8, 4, 8), 8, 4, 8, length=11)[:, None, :1], [RNG.standard_normal((2, 11))]),
+    "patches": (lambda xs: ops.fold(ops.unfold(xs[0], (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), (4, 5),
+                                    (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+                + ops.image.extract_patches(xs[1], 2, strides=1, padding="same")[..., 0],
+                [RNG.standard_normal((1, 1, 4, 5)), RNG.standard_normal((1, 4, 5, 1))]),
     "image": (lambda xs: ops.image.resize(xs[0], (5, 2)) + ops.image.rgb_to_grayscale(ops.image.hsv_to_rgb(
         ops.sigmoid(ops.image.resize(xs[0], (5, 2), interpolation="nearest"))))
         + ops.image.rgb_to_hsv(ops.sigmoid(ops.image.resize(xs[0], (5, 2)))), [RNG.random((1, 4, 3, 3))]),
@@ -280,14 +284,17 @@ def test_nn_and_image_ops_match_keras(keras):
              ("dot_product_attention", (q, k, k, None, None, None, True)), ("multi_hot", (np.array([[0, 2]]), 4)),
              ("adaptive_average_pool", (img, (3, 2))), ("adaptive_max_pool", (img, (2, 4))),
              ("adaptive_average_pool", (x, 4, "channels_first")), ("stft", (signal, 6, 3, 8, "hann", False)),
-             ("stft", (signal, 8, 5, 10, None)), ("istft", (ops.stft(signal, 8, 4, 8), 8, 4, 8, 24))]
+             ("stft", (signal, 8, 5, 10, None)), ("istft", (ops.stft(signal, 8, 4, 8), 8, 4, 8, 24)),
+             ("unfold", (img, (2, 3), (1, 2), 1, (2, 1))), ("fold", (ops.unfold(img, 2), (7, 3), 2))]
     for name, args in calls:
-        expected = getattr(keras.ops, name)(*args)
+        expected = getattr(keras.ops, name)(*[keras.ops.convert_to_tensor(a) if isinstance(a, np.ndarray) else a
+                                              for a in args])
         expected = [keras.ops.convert_to_numpy(e) for e in (expected if isinstance(expected, tuple) else [expected])]
         ours = getattr(ops, name)(*args)
         for a, e in zip(ours if isinstance(ours, tuple) else [ours], expected):
             np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
     for name, args in [("resize", (img, (3, 9))), ("resize", (img, (9, 4), "nearest")), ("rgb_to_hsv", (img,)),
-                       ("hsv_to_rgb", (img,)), ("rgb_to_grayscale", (img,))]:
+                       ("hsv_to_rgb", (img,)), ("rgb_to_grayscale", (img,)), ("extract_patches", (img, (2, 3))),
+                       ("extract_patches", (img, 3, 2, 1, "same"))]:
         expected = keras.ops.convert_to_numpy(getattr(keras.ops.image, name)(*args))
         np.testing.assert_allclose(getattr(ops.image, name)(*args), expected, rtol=1e-5, atol=1e-5, err_msg=name)

@@ -1,0 +1,87 @@
+"""Sliding-window patches of ``keras.ops``: ``unfold`` (im2col), its adjoint ``fold``, and ``image.extract_patches``.
+
+All are slices, stacks and pads of other ops, so they are differentiable and export by tracing.
+"""
+from kgraph import ops as _k
+
+__all__ = ["extract_patches", "fold", "unfold"]
+
+
+def _pair(value):
+    return (int(value), int(value)) if isinstance(value, int) else tuple(int(v) for v in value)
+
+
+def _count(size, kernel, dilation, stride):
+    return (size - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _windows(x, kernel, dilation, stride, axes):
+    """The ``kernel`` window taps of ``x`` over its two spatial ``axes``: one strided slice per tap."""
+    (kh, kw), (dh, dw), (sh, sw) = kernel, dilation, stride
+    oh = _count(_k.shape(x)[axes[0]], kh, dh, sh)
+    ow = _count(_k.shape(x)[axes[1]], kw, dw, sw)
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            key = [slice(None)] * len(_k.shape(x))
+            key[axes[0]] = slice(i * dh, i * dh + sh * (oh - 1) + 1, sh)
+            key[axes[1]] = slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
+            taps.append(_k.getitem(x, tuple(key)))
+    return taps, oh, ow
+
+
+def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
+    """PyTorch's im2col of ``(batch, channels, height, width)``: ``(batch, channels * taps, windows)``."""
+    kernel, dilation, stride = _pair(kernel_size), _pair(dilation), _pair(stride)
+    ph, pw = _pair(padding)
+    x = _k.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    taps, oh, ow = _windows(x, kernel, dilation, stride, (2, 3))
+    channels = _k.shape(x)[1]
+    return _k.reshape(_k.stack(taps, axis=2), (-1, channels * len(taps), oh * ow))
+
+
+def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """PyTorch's col2im, the adjoint of ``unfold``: windows summed back into ``(batch, channels, *output_size)``."""
+    (kh, kw), (dh, dw), (sh, sw) = _pair(kernel_size), _pair(dilation), _pair(stride)
+    (ph, pw), (height, width) = _pair(padding), _pair(output_size)
+    hp, wp = height + 2 * ph, width + 2 * pw
+    oh, ow = _count(hp, kh, dh, sh), _count(wp, kw, dw, sw)
+    channels = _k.shape(x)[1] // (kh * kw)
+    cols = _k.reshape(x, (-1, channels, kh * kw, oh, ow))
+    # One tap's values on its strided grid: interleave stride - 1 zeros after each row and column.
+    spread = _k.pad(_k.reshape(cols, (-1, channels, kh * kw, oh, 1, ow, 1)),
+                    [(0, 0)] * 4 + [(0, sh - 1), (0, 0), (0, sw - 1)])
+    spread = _k.reshape(spread, (-1, channels, kh * kw, oh * sh, ow * sw))
+    rows, columns = sh * (oh - 1) + 1, sw * (ow - 1) + 1
+    out = None
+    for i in range(kh):
+        for j in range(kw):
+            tap = spread[:, :, i * kw + j, :rows, :columns]
+            placed = _k.pad(tap, ((0, 0), (0, 0), (i * dh, hp - i * dh - rows), (j * dw, wp - j * dw - columns)))
+            out = placed if out is None else out + placed
+    return out[:, :, ph:ph + height, pw:pw + width]
+
+
+def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
+    """Patches of ``size`` every ``strides`` (default: ``size``), flattened into the channel axis."""
+    kernel = _pair(size)
+    stride = kernel if strides is None else _pair(strides)
+    dilation = _pair(dilation_rate)
+    if padding not in ("valid", "same"):
+        raise ValueError(f"padding must be 'valid' or 'same'. Received: padding={padding!r}")
+    data_format = "channels_last" if data_format is None else data_format
+    single = len(_k.shape(images)) == 3
+    x = _k.expand_dims(images, 0) if single else images
+    if data_format == "channels_first":
+        x = _k.transpose(x, (0, 2, 3, 1))
+    if padding == "same":
+        widths = [(0, 0)]
+        for size_, k, d, s in zip(_k.shape(x)[1:3], kernel, dilation, stride):
+            total = max((-(-size_ // s) - 1) * s + (k - 1) * d + 1 - size_, 0)
+            widths.append((total // 2, total - total // 2))
+        x = _k.pad(x, widths + [(0, 0)])
+    taps, oh, ow = _windows(x, kernel, dilation, stride, (1, 2))
+    patches = _k.reshape(_k.stack(taps, axis=3), (-1, oh, ow, len(taps) * _k.shape(x)[-1]))
+    if data_format == "channels_first":
+        patches = _k.transpose(patches, (0, 3, 1, 2))
+    return patches[0] if single else patches
