@@ -10,7 +10,8 @@ register_composites(["cdist", "extract_sequences", "saturate_cast"])
 _PYTHON = "calls a Python function on values at each step or branch, which an ONNX graph cannot carry"
 UNEXPORTABLE.update({
     "cond": _PYTHON, "switch": _PYTHON, "fori_loop": _PYTHON, "while_loop": _PYTHON, "scan": _PYTHON,
-    "associative_scan": _PYTHON, "map": _PYTHON, "vectorized_map": _PYTHON,
+    "associative_scan": _PYTHON, "map": _PYTHON, "vectorized_map": _PYTHON, "vectorize": _PYTHON,
+    "view": "ONNX cannot reinterpret a tensor's bytes as another dtype",
     "custom_gradient": "a decorator: it returns a function, never a tensor",
     "dtype": "returns a dtype name", "is_tensor": "returns a Python bool",
     "i0": "ONNX has no Bessel functions",

@@ -18,7 +18,7 @@ from kgraph.ops.numpy_math import dtype_of, floating
 __all__ = [
     "associative_scan", "cdist", "cond", "custom_gradient", "dtype", "extract_sequences", "fori_loop", "i0",
     "is_tensor", "map", "saturate_cast", "scan", "segment_max", "segment_min", "segment_prod", "segment_sum",
-    "switch", "vectorized_map", "while_loop",
+    "switch", "vectorize", "vectorized_map", "view", "while_loop",
 ]
 
 
@@ -102,6 +102,44 @@ def map(f, xs):
 def vectorized_map(function, elements):
     """``function`` applied to each slice of ``elements`` along the leading axis (``map``)."""
     return map(function, elements)
+
+
+def _core_dims(signature):
+    """Per input, the number of core dimensions a ``"(m,n),(n)->(m)"`` signature gives it (None: 0 each)."""
+    inputs = signature.split("->")[0]
+    return [0 if not part.strip("()") else len(part.strip("()").split(",")) for part in inputs.split("),")]
+
+
+def vectorize(pyfunc, *, excluded=None, signature=None):
+    """``pyfunc`` mapped over the broadcast loop dimensions of its arguments (NumPy's vectorize rules)."""
+    excluded = set(excluded or ())
+
+    @functools.wraps(pyfunc)
+    def wrapper(*args):
+        tensors = [i for i in range(len(args)) if i not in excluded]
+        cores = _core_dims(signature) if signature else [0] * len(tensors)
+        if len(cores) != len(tensors):
+            raise ValueError(f"vectorize's signature names {len(cores)} inputs; the call passes {len(tensors)}. "
+                             f"Received: signature={signature!r}")
+        loops = [tuple(_k.shape(args[i]))[:len(_k.shape(args[i])) - c] for i, c in zip(tensors, cores)]
+        loop = np.broadcast_shapes(*loops)
+        flat = {}
+        for i, c in zip(tensors, cores):
+            core = tuple(_k.shape(args[i]))[len(_k.shape(args[i])) - c:]
+            flat[i] = _k.reshape(_k.broadcast_to(args[i], loop + core), (-1,) + core)
+        count = int(np.prod(loop))
+        calls = [pyfunc(*[flat[i][n] if i in flat else a for i, a in enumerate(args)]) for n in range(count)]
+        out = _stacked(calls)
+        return tree.pack_sequence_as(out, [_k.reshape(t, loop + tuple(_k.shape(t))[1:]) for t in tree.flatten(out)])
+
+    return wrapper
+
+
+@_no_gradient
+def view(x, dtype=None):
+    """The bytes of ``x`` read as ``dtype`` (the last axis rescaled by the item sizes); no gradient."""
+    x = np.ascontiguousarray(x)
+    return x.copy() if dtype is None else x.view(backend.standardize_dtype(dtype))
 
 
 def custom_gradient(f):

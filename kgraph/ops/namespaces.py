@@ -19,7 +19,7 @@ _FAMILIES = {
 }
 _EXCLUDED = {"numpy": _NOT_NUMPY, "nn": {"conv_max_pool", "dense", "extract_patches"}, "linalg": {"logdet", "slogdet"},
              "image": {"fold", "unfold"}}
-_EXTRA = {"numpy": {"get_item", "i0", "slogdet"}, "nn": set(), "linalg": set(), "image": set()}
+_EXTRA = {"numpy": {"get_item", "i0", "slogdet", "vectorize", "view"}, "nn": set(), "linalg": set(), "image": set()}
 
 
 class Namespace(types.ModuleType):

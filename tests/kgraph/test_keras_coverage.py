@@ -154,8 +154,6 @@ NOT_PROVIDED_OPS = {
     "isreal": _COMPLEX, "polar": _COMPLEX, "view_as_complex": _COMPLEX, "view_as_real": _COMPLEX,
     "jvp": "kgraph differentiates in reverse mode only (GradientTape); it has no forward-mode products",
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
-    "view": "not yet supported: reinterpreting a tensor's bytes as another dtype",
-    "vectorize": "not yet supported: a NumPy-style vectorizing decorator",
     "ctc_loss": "not yet supported: CTC's dynamic programming over alignments",
     "ctc_decode": "not yet supported: CTC's greedy and beam-search decoding",
     "rearrange": "not yet supported: einops patterns",

@@ -148,6 +148,10 @@ def test_control_flow_and_segments():
     assert carry == 6 and ys.tolist() == [0, 0, 2, 9]
     assert ops.associative_scan(lambda a, b: a + b, np.arange(5.0), reverse=True).tolist() == [10, 10, 9, 7, 4]
     assert ops.map(lambda x: x * 2, np.arange(3.0)).tolist() == [0, 2, 4]
+    dot = ops.vectorize(lambda a, b: ops.sum(a * b), signature="(n),(n)->()")
+    assert dot(np.ones((2, 3)), np.arange(3.0)).tolist() == [3, 3]
+    assert ops.vectorize(lambda a, b: a * b)(np.ones((2, 1)), np.arange(3.0)).shape == (2, 3)
+    assert ops.view(np.ones(2, "float32"), "int32").tolist() == [1065353216] * 2
     data, ids = np.array([1.0, 5.0, 3.0]), np.array([0, 0, 2])
     assert ops.segment_sum(data, ids).tolist() == [6, 0, 3]
     assert ops.segment_max(data, ids, num_segments=4).tolist() == [5, -np.inf, 3, -np.inf]
@@ -200,6 +204,8 @@ GRADIENTS = {
     "attention": (lambda xs: ops.dot_product_attention(xs[0], xs[1], xs[2], is_causal=True),
                   [RNG.standard_normal((1, 3, 2, 4)), RNG.standard_normal((1, 3, 1, 4)),
                    RNG.standard_normal((1, 3, 1, 4))]),
+    "vectorize": (lambda xs: ops.vectorize(lambda r, w: ops.sum(ops.sin(r) * w), signature="(n),(n)->()")(
+        xs[0], xs[1]), [A, W]),
     "order": (lambda xs: ops.sort(xs[0], axis=0) + ops.median(xs[0], axis=1, keepdims=True)
               + ops.cumprod(xs[0], axis=1) + ops.quantile(xs[0], 0.3, axis=0) + ops.top_k(xs[0], 4)[0]
               + ops.nanmean(xs[0], axis=0) + ops.expand_dims(ops.average(xs[0], axis=1, weights=xs[1]), -1),
