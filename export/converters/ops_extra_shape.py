@@ -9,7 +9,8 @@ from export.registry import op_converter
 register_composites(["hstack", "vstack", "dstack", "append", "array_split", "hsplit", "vsplit", "dsplit", "fliplr",
                      "flipud", "rot90", "tril", "triu", "diagonal", "trace", "diag", "diagflat", "linspace",
                      "logspace", "geomspace", "meshgrid", "empty_like", "tensordot", "dot", "inner",
-                     "outer", "vdot", "kron", "cross", "select", "trapezoid", "vander", "corrcoef", "correlate"])
+                     "outer", "vdot", "kron", "cross", "select", "trapezoid", "vander", "corrcoef", "correlate",
+                     "rearrange"])
 
 _CONSTANT = "takes sizes, not tensors: the result is a constant"
 _DATA_DEPENDENT = "its output shape depends on the input's values (it runs eagerly only)"

@@ -58,7 +58,8 @@ def _shapes(x, v):
             ops.select([x > 1.0, x < 0.0], [x, -x], 0.5), ops.trapezoid(x), _batched(ops.vander(v[0], 3), v),
             _batched(ops.correlate(v[0], v[0, :2], "same"), v), ops.slice(x, (0, 1, 1), (-1, 2, 2)),
             ops.slice_update(x, (0, 1, 1), ops.ones_like(x[:, :2, :3])), ops.searchsorted(EDGES, v),
-            ops.digitize(v, EDGES), _batched(ops.meshgrid(v[0], v[0, :2])[1], v)]
+            ops.digitize(v, EDGES), _batched(ops.meshgrid(v[0], v[0, :2])[1], v),
+            ops.rearrange(x, "b h (w1 w2) -> b w2 (h w1)", w2=2)]
 
 
 def _batched(t, like):

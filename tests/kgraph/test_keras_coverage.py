@@ -156,7 +156,6 @@ NOT_PROVIDED_OPS = {
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
     "ctc_loss": "not yet supported: CTC's dynamic programming over alignments",
     "ctc_decode": "not yet supported: CTC's greedy and beam-search decoding",
-    "rearrange": "not yet supported: einops patterns",
     "affine_transform": _IMAGE, "elastic_transform": _IMAGE,
     "extract_patches_3d": _IMAGE, "gaussian_blur": _IMAGE, "map_coordinates": _IMAGE,
     "perspective_transform": _IMAGE, "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE, "ssim": _IMAGE,

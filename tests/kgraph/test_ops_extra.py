@@ -152,6 +152,7 @@ def test_control_flow_and_segments():
     assert dot(np.ones((2, 3)), np.arange(3.0)).tolist() == [3, 3]
     assert ops.vectorize(lambda a, b: a * b)(np.ones((2, 1)), np.arange(3.0)).shape == (2, 3)
     assert ops.view(np.ones(2, "float32"), "int32").tolist() == [1065353216] * 2
+    np.testing.assert_array_equal(ops.rearrange(M, "b (h1 h2) w -> (w h1) b h2", h1=1), M.transpose(2, 0, 1))
     data, ids = np.array([1.0, 5.0, 3.0]), np.array([0, 0, 2])
     assert ops.segment_sum(data, ids).tolist() == [6, 0, 3]
     assert ops.segment_max(data, ids, num_segments=4).tolist() == [5, -np.inf, 3, -np.inf]
@@ -204,6 +205,7 @@ GRADIENTS = {
     "attention": (lambda xs: ops.dot_product_attention(xs[0], xs[1], xs[2], is_causal=True),
                   [RNG.standard_normal((1, 3, 2, 4)), RNG.standard_normal((1, 3, 1, 4)),
                    RNG.standard_normal((1, 3, 1, 4))]),
+    "rearrange": (lambda xs: ops.rearrange(xs[0], "b (h w) c -> c b w h", w=3), [RNG.standard_normal((2, 6, 2))]),
     "vectorize": (lambda xs: ops.vectorize(lambda r, w: ops.sum(ops.sin(r) * w), signature="(n),(n)->()")(
         xs[0], xs[1]), [A, W]),
     "order": (lambda xs: ops.sort(xs[0], axis=0) + ops.median(xs[0], axis=1, keepdims=True)
@@ -262,7 +264,9 @@ def test_symbolic_calls_record_one_node_and_namespaces_hand_out_the_same_ops():
     (lambda: ops.quantile(A, 1.5), "range \\[0, 1\\]"), (lambda: ops.bitwise_and(A, 1), "integer"),
     (lambda: ops.glu(np.ones((2, 3))), "even"),
     (lambda: ops.image.resize(np.ones((4, 4, 3)), (2, 2), interpolation="bicubic"), "bilinear"),
-    (lambda: ops.norm(M, ord="fro", axis=0), "vector norm"), (lambda: ops.select([A > 0], [A, B]), "one choice"),
+    (lambda: ops.norm(M, ord="fro", axis=0), "vector norm"),
+    (lambda: ops.rearrange(M, "b (h w) c -> b h w c"), "without their lengths"),
+    (lambda: ops.select([A > 0], [A, B]), "one choice"),
 ])
 def test_keras_style_errors(call, message):
     with pytest.raises(ValueError, match=message):
