@@ -102,6 +102,6 @@ from export.converters import attention  # noqa: F401,E402
 from export.converters import ops_conv, ops_index, ops_linalg, ops_math  # noqa: F401,E402
 from export.converters import ops_nn, ops_reduce, ops_shape  # noqa: F401,E402
 from export.converters import activation_layers, regularization  # noqa: F401,E402
-from export.converters import adaptive_pooling, conv_variants, layers_3d  # noqa: F401,E402
+from export.converters import adaptive_pooling, layers_3d  # noqa: F401,E402
 from export.converters import ops_extra_linalg, ops_extra_math, ops_extra_nn, ops_extra_reduce  # noqa: F401,E402
 from export.converters import ops_extra_core, ops_extra_fft, ops_extra_image, ops_extra_shape  # noqa: F401,E402

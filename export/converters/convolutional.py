@@ -64,11 +64,11 @@ def convert_conv(ctx):
 
 
 def _depthwise_weight(kernel):
-    """Keras depthwise ``(kh, kw, in, multiplier)`` as a grouped ONNX weight ``(in * multiplier, 1, kh, kw)``."""
-    kh, kw, channels, multiplier = kernel.shape
-    return oihw(kernel.reshape(kh, kw, 1, channels * multiplier))
+    """Keras depthwise ``(*window, in, multiplier)`` as a grouped ONNX weight ``(in * multiplier, 1, *window)``."""
+    return oihw(kernel.reshape(kernel.shape[:-2] + (1, -1)))
 
 
+@converter(layers.DepthwiseConv1D, opset=13)
 @converter(layers.DepthwiseConv2D, opset=13)
 def convert_depthwise_conv(ctx):
     """A Conv with one group per input channel."""
@@ -81,9 +81,10 @@ def convert_depthwise_conv(ctx):
     return _finish(ctx, y)
 
 
+@converter(layers.SeparableConv1D, opset=13)
 @converter(layers.SeparableConv2D, opset=13)
 def convert_separable_conv(ctx):
-    """The depthwise Conv (one group per channel), then a 1x1 Conv with the bias."""
+    """The depthwise Conv (one group per channel), then a size-1 Conv with the bias."""
     layer = ctx.layer
     x = ctx.input(0, CHANNELS_FIRST)
     depthwise = ctx.weight(layer.depthwise_kernel, transform=_depthwise_weight, variant="grouped")
@@ -91,17 +92,20 @@ def convert_separable_conv(ctx):
                    ctx.input_shape()[-1])
     pointwise = ctx.weight(layer.pointwise_kernel, transform=oihw, variant="oihw")
     bias = ctx.weight(layer.bias) if layer.use_bias else None
-    y = ctx.op("Conv", [y, pointwise] + ([bias] if bias else []), kernel_shape=[1, 1], name="pointwise")
+    y = ctx.op("Conv", [y, pointwise] + ([bias] if bias else []), kernel_shape=[1] * (ctx.input_rank() - 2),
+               name="pointwise")
     return _finish(ctx, y)
 
 
+@converter(layers.Conv1DTranspose, opset=13)
 @converter(layers.Conv2DTranspose, opset=13)
+@converter(layers.Conv3DTranspose, opset=13)
 def convert_conv_transpose(ctx):
     """ConvTranspose with explicit pads; cells Keras appends beyond the full output become output_padding."""
     layer = ctx.layer
     x = ctx.input(0, CHANNELS_FIRST)
-    # Keras (kh, kw, filters, in) is ONNX's (in, filters, kh, kw).
-    weight = ctx.weight(layer.kernel, transform=lambda k: np.transpose(k, (3, 2, 0, 1)), variant="iohw")
+    # Keras (*window, filters, in) is ONNX's (in, filters, *window): the same axis move as a Conv kernel's.
+    weight = ctx.weight(layer.kernel, transform=oihw, variant="iohw")
     bias = ctx.weight(layer.bias) if layer.use_bias else None
     crops = layer.crops()
     begins = [crop for crop, _ in crops]
