@@ -15,6 +15,8 @@ UNEXPORTABLE.update({
     "custom_gradient": "a decorator: it returns a function, never a tensor",
     "dtype": "returns a dtype name", "is_tensor": "returns a Python bool",
     "i0": "ONNX has no Bessel functions",
+    "ctc_loss": "a recursion over time and each sequence's own label lattice, run in NumPy; ONNX has no CTC op",
+    "ctc_decode": "returns NumPy arrays decoded eagerly (the decoded lengths depend on the values)",
 })
 
 

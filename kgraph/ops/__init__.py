@@ -45,13 +45,15 @@ from kgraph.ops.patches import *  # noqa: F401,F403
 from kgraph.ops.patches import __all__ as _patches_all
 from kgraph.ops.rearrange import *  # noqa: F401,F403
 from kgraph.ops.rearrange import __all__ as _rearrange_all
+from kgraph.ops.ctc import *  # noqa: F401,F403
+from kgraph.ops.ctc import __all__ as _ctc_all
 
 __all__ = sorted(_conv_all + _conv_pool_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
                  + _reductions_all + _shape_all + _numpy_math_all
                  + _numpy_reductions_all + _numpy_shape_all
                  + _numpy_index_all + _nn_extra_all + _linalg_all
                  + _image_all + _core_extra_all + _fft_all
-                 + _patches_all + _rearrange_all)
+                 + _patches_all + _rearrange_all + _ctc_all)
 
 from kgraph.ops import namespaces as _namespaces  # noqa: E402
 

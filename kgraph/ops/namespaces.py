@@ -13,7 +13,7 @@ _NOT_NUMPY = {
 }
 _FAMILIES = {
     "numpy": ("math", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index"),
-    "nn": ("nn", "nn_extra", "conv", "conv_pool", "pooling", "normalization", "patches"),
+    "nn": ("nn", "nn_extra", "conv", "conv_pool", "pooling", "normalization", "patches", "ctc"),
     "linalg": ("linalg",),
     "image": ("image", "patches"),
 }

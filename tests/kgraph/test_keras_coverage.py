@@ -154,8 +154,6 @@ NOT_PROVIDED_OPS = {
     "isreal": _COMPLEX, "polar": _COMPLEX, "view_as_complex": _COMPLEX, "view_as_real": _COMPLEX,
     "jvp": "kgraph differentiates in reverse mode only (GradientTape); it has no forward-mode products",
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
-    "ctc_loss": "not yet supported: CTC's dynamic programming over alignments",
-    "ctc_decode": "not yet supported: CTC's greedy and beam-search decoding",
     "affine_transform": _IMAGE, "elastic_transform": _IMAGE,
     "extract_patches_3d": _IMAGE, "gaussian_blur": _IMAGE, "map_coordinates": _IMAGE,
     "perspective_transform": _IMAGE, "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE, "ssim": _IMAGE,

@@ -170,6 +170,20 @@ def test_istft_inverts_stft_where_the_window_overlaps():
         np.testing.assert_allclose(restored[:, inner], x[:, inner], atol=1e-12)
 
 
+def test_ctc_loss_sums_every_alignment_and_greedy_decoding_merges_repeats():
+    logits = RNG.standard_normal((1, 4, 3))
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    total = 0.0
+    for path in np.ndindex(3, 3, 3, 3):  # every path whose collapse (repeats merged, blanks 0 dropped) is [1, 2]
+        collapsed = [c for i, c in enumerate(path) if c != 0 and (i == 0 or c != path[i - 1])]
+        if collapsed == [1, 2]:
+            total += np.prod([probs[0, t, c] for t, c in enumerate(path)])
+    np.testing.assert_allclose(ops.ctc_loss(np.array([[1, 2, 0]]), logits, np.array([2]), np.array([4])),
+                               [-np.log(total)], rtol=1e-12)
+    decoded, scores = ops.ctc_decode(np.eye(4)[[[1, 1, 0, 2, 2, 3]]] * 5, np.array([5]))
+    assert decoded.tolist() == [[[1, 2, -1, -1, -1, -1]]] and scores.tolist() == [[-25.0]]
+
+
 def test_custom_gradient_uses_the_given_gradient():
     @ops.custom_gradient
     def clipped_square(x):
@@ -206,6 +220,10 @@ GRADIENTS = {
                   [RNG.standard_normal((1, 3, 2, 4)), RNG.standard_normal((1, 3, 1, 4)),
                    RNG.standard_normal((1, 3, 1, 4))]),
     "rearrange": (lambda xs: ops.rearrange(xs[0], "b (h w) c -> c b w h", w=3), [RNG.standard_normal((2, 6, 2))]),
+    "ctc_loss": (lambda xs: ops.ctc_loss(np.array([[1, 2, 2], [3, 0, 0]]), xs[0], np.array([3, 1]), np.array([6, 4]),
+                                         mask_index=0) + ops.ctc_loss(np.array([[1, 2, 2], [3, 0, 0]]), xs[0],
+                                                                     np.array([2, 1]), np.array([5, 6]), mask_index=4),
+                 [RNG.standard_normal((2, 6, 5))]),
     "vectorize": (lambda xs: ops.vectorize(lambda r, w: ops.sum(ops.sin(r) * w), signature="(n),(n)->()")(
         xs[0], xs[1]), [A, W]),
     "order": (lambda xs: ops.sort(xs[0], axis=0) + ops.median(xs[0], axis=1, keepdims=True)
@@ -295,7 +313,9 @@ def test_nn_and_image_ops_match_keras(keras):
              ("adaptive_average_pool", (img, (3, 2))), ("adaptive_max_pool", (img, (2, 4))),
              ("adaptive_average_pool", (x, 4, "channels_first")), ("stft", (signal, 6, 3, 8, "hann", False)),
              ("stft", (signal, 8, 5, 10, None)), ("istft", (ops.stft(signal, 8, 4, 8), 8, 4, 8, 24)),
-             ("unfold", (img, (2, 3), (1, 2), 1, (2, 1))), ("fold", (ops.unfold(img, 2), (7, 3), 2))]
+             ("unfold", (img, (2, 3), (1, 2), 1, (2, 1))), ("fold", (ops.unfold(img, 2), (7, 3), 2)),
+             ("ctc_loss", (np.array([[1, 2, 2, 0], [3, 0, 0, 0]]), x, np.array([3, 1]), np.array([4, 3]))),
+             ("ctc_decode", (x, np.array([4, 2])))]
     for name, args in calls:
         expected = getattr(keras.ops, name)(*[keras.ops.convert_to_tensor(a) if isinstance(a, np.ndarray) else a
                                               for a in args])
