@@ -8,7 +8,7 @@ import numpy as np
 from kgraph import ops as _k
 from kgraph.ops.numpy_math import dtype_of, floating
 
-__all__ = ["crop_images", "hsv_to_rgb", "pad_images", "resize", "rgb_to_grayscale", "rgb_to_hsv"]
+__all__ = ["crop_images", "hsv_to_rgb", "map_coordinates", "pad_images", "resize", "rgb_to_grayscale", "rgb_to_hsv"]
 
 _INTERPOLATIONS = ("bilinear", "nearest")
 
@@ -148,3 +148,63 @@ def crop_images(images, top_cropping=None, left_cropping=None, bottom_cropping=N
         first, last = _margins("crop_images", shape[axis], first, last, target)
         key[axis] = slice(first, shape[axis] - last)
     return _k.getitem(images, tuple(key))
+
+
+_FILL_MODES = ("constant", "nearest", "wrap", "mirror", "reflect")
+
+
+def _fold_index(index, size, fill_mode):
+    """Integer positions mapped into ``[0, size)`` by ``fill_mode`` (SciPy's rules); constant keeps them."""
+    if fill_mode == "nearest":
+        return _k.clip(index, 0, size - 1)
+    if fill_mode == "wrap":
+        return _k.mod(index, size)
+    if fill_mode == "mirror":  # ... 2 1 | 0 1 2 ... n-1 | n-2 ...
+        period = max(2 * size - 2, 1)
+        folded = _k.mod(index, period)
+        return _k.where(_k.greater_equal(folded, size), period - folded, folded)
+    if fill_mode == "reflect":  # ... 1 0 | 0 1 ... n-1 | n-1 ...
+        folded = _k.mod(index, 2 * size)
+        return _k.where(_k.greater_equal(folded, size), 2 * size - 1 - folded, folded)
+    return index
+
+
+def map_coordinates(inputs, coordinates, order, fill_mode="constant", fill_value=0.0):
+    """``inputs`` sampled at ``coordinates`` (one row per input axis) by nearest (order 0) or linear (order 1)
+    interpolation; outside the input, ``fill_mode`` as SciPy's."""
+    if order not in (0, 1):
+        raise ValueError(f"order must be 0 or 1. Received: order={order}")
+    if fill_mode not in _FILL_MODES:
+        raise ValueError(f"fill_mode must be one of {_FILL_MODES}. Received: fill_mode={fill_mode!r}")
+    shape = _k.shape(inputs)
+    coordinates = floating(coordinates)
+    if _k.shape(coordinates)[0] != len(shape):
+        raise ValueError(f"coordinates need one row per input axis ({len(shape)}). "
+                         f"Received: coordinates.shape={_k.shape(coordinates)}")
+    flat = _k.reshape(inputs, (-1,))
+    strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+    rows = [coordinates[d] for d in range(len(shape))]
+    if order == 0:
+        corners = [[(_k.floor(r + 0.5), None)] for r in rows]
+    else:
+        corners = []
+        for r in rows:
+            low = _k.floor(r)
+            corners.append([(low, 1 - (r - low)), (low + 1, r - low)])
+    out = None
+    for choice in np.ndindex(*[len(c) for c in corners]):
+        index, weight, inside = 0, None, None
+        for d, k in enumerate(choice):
+            position, w = corners[d][k]
+            position = _k.cast(position, "int32")
+            valid = _k.logical_and(_k.greater_equal(position, 0), _k.less(position, shape[d]))
+            inside = valid if inside is None else _k.logical_and(inside, valid)
+            position = _k.clip(_fold_index(position, shape[d], fill_mode), 0, shape[d] - 1)
+            index = index + position * strides[d]
+            weight = w if weight is None else (w if w is None else weight * w)
+        value = _k.take(flat, index)
+        if fill_mode == "constant":
+            value = _k.where(inside, value, fill_value)
+        term = value if weight is None else value * weight
+        out = term if out is None else out + term
+    return out

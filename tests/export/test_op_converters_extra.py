@@ -14,6 +14,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 RNG = np.random.default_rng(3)
 W = RNG.standard_normal((4, 3)).astype("float32")
 EDGES = np.array([-1.0, 0.0, 1.0], "float32")
+PLANE = RNG.standard_normal((4, 5)).astype("float32")
 
 
 def _math(x, y):
@@ -96,7 +97,9 @@ def _linalg_image(a, v, image):
             ops.image.resize(image, (9, 11), interpolation="nearest"), ops.image.rgb_to_grayscale(image),
             ops.image.rgb_to_hsv(ops.sigmoid(image)), ops.image.hsv_to_rgb(ops.sigmoid(image)),
             ops.image.pad_images(image, 1, 2, target_height=8, target_width=10),
-            ops.image.crop_images(image, 1, 2, bottom_cropping=1, target_width=3)]
+            ops.image.crop_images(image, 1, 2, bottom_cropping=1, target_width=3),
+            _batched(ops.image.map_coordinates(PLANE, ops.stack([v[0] * 1.5, v[0] + 1.0]), 1), v),
+            _batched(ops.image.map_coordinates(PLANE, ops.stack([v[0], v[0] * 2.0]), 0, fill_mode="mirror"), v)]
 
 
 def _index(x, ids):

@@ -256,6 +256,8 @@ GRADIENTS = {
                                     (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
                 + ops.image.extract_patches(xs[1], 2, strides=1, padding="same")[..., 0],
                 [RNG.standard_normal((1, 1, 4, 5)), RNG.standard_normal((1, 4, 5, 1))]),
+    "map_coordinates": (lambda xs: ops.image.map_coordinates(xs[0], xs[1], 1, fill_mode="reflect"),
+                        [RNG.standard_normal((3, 4)), np.array([[0.3, 1.6, 2.2], [-0.7, 2.5, 3.4]])]),
     "image": (lambda xs: ops.image.resize(xs[0], (5, 2)) + ops.image.rgb_to_grayscale(ops.image.hsv_to_rgb(
         ops.sigmoid(ops.image.resize(xs[0], (5, 2), interpolation="nearest"))))
         + ops.image.rgb_to_hsv(ops.sigmoid(ops.image.resize(xs[0], (5, 2)))), [RNG.random((1, 4, 3, 3))]),
@@ -325,6 +327,8 @@ def test_nn_and_image_ops_match_keras(keras):
             np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
     for name, args in [("resize", (img, (3, 9))), ("resize", (img, (9, 4), "nearest")), ("rgb_to_hsv", (img,)),
                        ("hsv_to_rgb", (img,)), ("rgb_to_grayscale", (img,)), ("extract_patches", (img, (2, 3))),
-                       ("extract_patches", (img, 3, 2, 1, "same"))]:
+                       ("extract_patches", (img, 3, 2, 1, "same")),
+                       ("map_coordinates", (img[0, :, :, 0], RNG.random((2, 3, 4)) * 9 - 2, 1, "mirror")),
+                       ("map_coordinates", (img[0, :, :, 0], RNG.random((2, 5)) * 9 - 2, 0, "constant", 2.0))]:
         expected = keras.ops.convert_to_numpy(getattr(keras.ops.image, name)(*args))
         np.testing.assert_allclose(getattr(ops.image, name)(*args), expected, rtol=1e-5, atol=1e-5, err_msg=name)
