@@ -8,7 +8,10 @@ import numpy as np
 from kgraph import ops as _k
 from kgraph.ops.numpy_math import dtype_of, floating
 
-__all__ = ["crop_images", "hsv_to_rgb", "map_coordinates", "pad_images", "resize", "rgb_to_grayscale", "rgb_to_hsv"]
+__all__ = [
+    "affine_transform", "crop_images", "hsv_to_rgb", "map_coordinates", "pad_images", "resize", "rgb_to_grayscale",
+    "rgb_to_hsv",
+]
 
 _INTERPOLATIONS = ("bilinear", "nearest")
 
@@ -208,3 +211,53 @@ def map_coordinates(inputs, coordinates, order, fill_mode="constant", fill_value
         term = value if weight is None else value * weight
         out = term if out is None else out + term
     return out
+
+
+def affine_transform(images, transform, interpolation="bilinear", fill_mode="constant", fill_value=0,
+                     data_format=None):
+    """Sample each image at ``((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k)``, ``k = c0 x + c1 y + 1``, for the
+    8 projective coefficients ``[a0, a1, a2, b0, b1, b2, c0, c1]`` of its ``transform`` row."""
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"interpolation must be one of {_INTERPOLATIONS}. Received: interpolation={interpolation!r}")
+    if fill_mode not in _FILL_MODES:
+        raise ValueError(f"fill_mode must be one of {_FILL_MODES}. Received: fill_mode={fill_mode!r}")
+    single = len(_k.shape(images)) == 3
+    x = _k.expand_dims(images, 0) if single else images
+    transform = floating(transform)
+    transform = _k.expand_dims(transform, 0) if len(_k.shape(transform)) == 1 else transform
+    if _format(data_format) == "channels_first":
+        x = _k.transpose(x, (0, 2, 3, 1))
+    x = floating(x)
+    _, height, width, channels = _k.shape(x)
+    rows = np.arange(height, dtype=dtype_of(x))[:, None] * np.ones((1, width), dtype=dtype_of(x))
+    cols = np.ones((height, 1), dtype=dtype_of(x)) * np.arange(width, dtype=dtype_of(x))[None, :]
+    coef = [_k.reshape(transform[:, i], (-1, 1, 1)) for i in range(8)]
+    k = coef[6] * cols + coef[7] * rows + 1
+    src_x = (coef[0] * cols + coef[1] * rows + coef[2]) / k
+    src_y = (coef[3] * cols + coef[4] * rows + coef[5]) / k
+    # Row offsets of each image in the flattened batch: a running count, so an unknown batch size works.
+    batch = _k.reshape(_k.cumsum(_k.ones_like(transform[:, :1]), axis=0) - 1, (-1, 1, 1))
+    pixels = _k.reshape(x, (-1, channels))
+    if interpolation == "nearest":
+        corners = [(_k.round(src_y), _k.round(src_x), None)]  # half to even, as Keras
+    else:
+        y0, x0 = _k.floor(src_y), _k.floor(src_x)
+        wy, wx = src_y - y0, src_x - x0
+        corners = [(y0, x0, (1 - wy) * (1 - wx)), (y0, x0 + 1, (1 - wy) * wx), (y0 + 1, x0, wy * (1 - wx)),
+                   (y0 + 1, x0 + 1, wy * wx)]
+    out = None
+    for y, x_, weight in corners:
+        yi, xi = _k.cast(y, "int32"), _k.cast(x_, "int32")
+        inside = _k.logical_and(_k.logical_and(_k.greater_equal(yi, 0), _k.less(yi, height)),
+                                _k.logical_and(_k.greater_equal(xi, 0), _k.less(xi, width)))
+        yi = _k.clip(_fold_index(yi, height, fill_mode), 0, height - 1)
+        xi = _k.clip(_fold_index(xi, width, fill_mode), 0, width - 1)
+        index = _k.cast(batch, "int32") * (height * width) + yi * width + xi
+        value = _k.take(pixels, index, axis=0)
+        if fill_mode == "constant":
+            value = _k.where(_k.expand_dims(inside, -1), value, fill_value)
+        term = value if weight is None else value * _k.expand_dims(weight, -1)
+        out = term if out is None else out + term
+    if _format(data_format) == "channels_first":
+        out = _k.transpose(out, (0, 3, 1, 2))
+    return out[0] if single else out

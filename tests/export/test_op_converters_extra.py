@@ -99,7 +99,11 @@ def _linalg_image(a, v, image):
             ops.image.pad_images(image, 1, 2, target_height=8, target_width=10),
             ops.image.crop_images(image, 1, 2, bottom_cropping=1, target_width=3),
             _batched(ops.image.map_coordinates(PLANE, ops.stack([v[0] * 1.5, v[0] + 1.0]), 1), v),
-            _batched(ops.image.map_coordinates(PLANE, ops.stack([v[0], v[0] * 2.0]), 0, fill_mode="mirror"), v)]
+            _batched(ops.image.map_coordinates(PLANE, ops.stack([v[0], v[0] * 2.0]), 0, fill_mode="mirror"), v),
+            ops.image.affine_transform(image, ops.concatenate([v, v], axis=-1) * 0.3 + np.eye(3, dtype="float32")
+                                       .reshape(-1)[:8]),
+            ops.image.affine_transform(image, np.array([1.0, 0.5, -1.0, 0.2, 0.8, 1.0, 0.0, 0.0], "float32"),
+                                       "nearest", "mirror")]
 
 
 def _index(x, ids):
