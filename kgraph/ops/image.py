@@ -9,8 +9,8 @@ from kgraph import ops as _k
 from kgraph.ops.numpy_math import dtype_of, floating
 
 __all__ = [
-    "affine_transform", "crop_images", "hsv_to_rgb", "map_coordinates", "pad_images", "resize", "rgb_to_grayscale",
-    "rgb_to_hsv",
+    "affine_transform", "crop_images", "hsv_to_rgb", "map_coordinates", "pad_images", "perspective_transform",
+    "resize", "rgb_to_grayscale", "rgb_to_hsv",
 ]
 
 _INTERPOLATIONS = ("bilinear", "nearest")
@@ -229,6 +229,7 @@ def affine_transform(images, transform, interpolation="bilinear", fill_mode="con
         x = _k.transpose(x, (0, 2, 3, 1))
     x = floating(x)
     _, height, width, channels = _k.shape(x)
+    transform = transform + _k.zeros_like(x[:, 0, 0, :1])  # one row per image, a single row shared by all
     rows = np.arange(height, dtype=dtype_of(x))[:, None] * np.ones((1, width), dtype=dtype_of(x))
     cols = np.ones((height, 1), dtype=dtype_of(x)) * np.arange(width, dtype=dtype_of(x))[None, :]
     coef = [_k.reshape(transform[:, i], (-1, 1, 1)) for i in range(8)]
@@ -261,3 +262,24 @@ def affine_transform(images, transform, interpolation="bilinear", fill_mode="con
     if _format(data_format) == "channels_first":
         out = _k.transpose(out, (0, 3, 1, 2))
     return out[0] if single else out
+
+
+def perspective_transform(images, start_points, end_points, interpolation="bilinear", fill_value=0,
+                          data_format=None):
+    """Warp images so that the four ``start_points`` (x, y) land on ``end_points``: the projective transform
+    from output to input points, solved from the four pairs, applied by ``affine_transform``."""
+    start, end = floating(start_points), floating(end_points)
+    if len(_k.shape(start)) == 2:
+        start, end = _k.expand_dims(start, 0), _k.expand_dims(end, 0)
+    if tuple(_k.shape(start)[1:]) != (4, 2) or tuple(_k.shape(end)[1:]) != (4, 2):
+        raise ValueError("start_points and end_points must hold 4 points (x, y) per image. "
+                         f"Received: start_points.shape={_k.shape(start)}, end_points.shape={_k.shape(end)}")
+    xo, yo, xi, yi = end[..., 0], end[..., 1], start[..., 0], start[..., 1]
+    zeros, ones = _k.zeros_like(xo), _k.ones_like(xo)
+    # Each pair gives two rows of the 8x8 system for (a0, a1, a2, b0, b1, b2, c0, c1).
+    rows_x = _k.stack([xo, yo, ones, zeros, zeros, zeros, -xi * xo, -xi * yo], axis=-1)
+    rows_y = _k.stack([zeros, zeros, zeros, xo, yo, ones, -yi * xo, -yi * yo], axis=-1)
+    system = _k.concatenate([rows_x, rows_y], axis=1)
+    coefficients = _k.solve(system, _k.concatenate([xi, yi], axis=1))
+    return affine_transform(images, coefficients, interpolation=interpolation, fill_mode="constant",
+                            fill_value=fill_value, data_format=data_format)

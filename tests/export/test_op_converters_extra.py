@@ -103,7 +103,9 @@ def _linalg_image(a, v, image):
             ops.image.affine_transform(image, ops.concatenate([v, v], axis=-1) * 0.3 + np.eye(3, dtype="float32")
                                        .reshape(-1)[:8]),
             ops.image.affine_transform(image, np.array([1.0, 0.5, -1.0, 0.2, 0.8, 1.0, 0.0, 0.0], "float32"),
-                                       "nearest", "mirror")]
+                                       "nearest", "mirror"),
+            ops.image.perspective_transform(image, [[0, 0], [6, 0], [0, 4], [6, 4]],
+                                            [[0.5, 0.3], [5.6, 0.1], [0.2, 3.4], [6.3, 4.2]])]
 
 
 def _index(x, ids):

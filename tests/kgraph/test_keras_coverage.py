@@ -156,7 +156,7 @@ NOT_PROVIDED_OPS = {
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
     "elastic_transform": _IMAGE,
     "extract_patches_3d": _IMAGE, "gaussian_blur": _IMAGE,
-    "perspective_transform": _IMAGE, "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE, "ssim": _IMAGE,
+    "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE, "ssim": _IMAGE,
 }
 
 NAMESPACES = {"nn": KERAS_OPS_NN, "numpy": KERAS_OPS_NUMPY, "linalg": KERAS_OPS_LINALG, "image": KERAS_OPS_IMAGE}

@@ -18,6 +18,8 @@ M = RNG.standard_normal((2, 3, 3))
 SPD = M @ np.swapaxes(M, -1, -2) + 3 * np.eye(3)
 I = np.array([[3, -6, 5], [12, 7, -2]])
 # Affine rows (no projective terms: Keras's torch backend ignores those).
+CORNERS = np.array([[0, 0], [6, 0], [0, 4], [6, 4]], "float32")
+SHIFTS = np.array([[0.5, 0.3], [-0.4, 0.1], [0.2, -0.6], [0.3, 0.2]], "float32")
 AFFINE = np.array([[1.1, 0.2, -0.5, 0.1, 0.9, 0.7, 0, 0], [0.9, -0.3, 1.2, 0.2, 1.1, -0.4, 0, 0]], "float32")
 
 # name -> (kgraph result, NumPy's). Exact NumPy functions, or NumPy written out for ops NumPy lacks.
@@ -264,6 +266,8 @@ GRADIENTS = {
                          # Sample points at least 0.1 off the integer grid, where bilinear has kinks.
                          [RNG.random((2, 4, 5, 2)), np.array([[0.95, 0.01, -0.55, -0.04, 1.02, 0.46, 0.0, 0.0],
                                                                [0.98, 0.18, 0.22, -0.02, 0.82, -0.34, 0.0, 0.04]])]),
+    "perspective": (lambda xs: ops.image.perspective_transform(xs[0], CORNERS, CORNERS * 0.9 + 0.13),
+                    [RNG.random((1, 5, 7, 1))]),
     "image": (lambda xs: ops.image.resize(xs[0], (5, 2)) + ops.image.rgb_to_grayscale(ops.image.hsv_to_rgb(
         ops.sigmoid(ops.image.resize(xs[0], (5, 2), interpolation="nearest"))))
         + ops.image.rgb_to_hsv(ops.sigmoid(ops.image.resize(xs[0], (5, 2)))), [RNG.random((1, 4, 3, 3))]),
@@ -337,6 +341,8 @@ def test_nn_and_image_ops_match_keras(keras):
                        ("map_coordinates", (img[0, :, :, 0], RNG.random((2, 3, 4)) * 9 - 2, 1, "mirror")),
                        ("map_coordinates", (img[0, :, :, 0], RNG.random((2, 5)) * 9 - 2, 0, "constant", 2.0)),
                        ("affine_transform", (img, AFFINE, "bilinear", "wrap")),
-                       ("affine_transform", (img, AFFINE, "nearest", "constant", 0.5))]:
+                       ("affine_transform", (img, AFFINE, "nearest", "constant", 0.5)),
+                       ("perspective_transform", (img, CORNERS, CORNERS + SHIFTS, "bilinear", 0.25)),
+                       ("perspective_transform", (img, CORNERS, CORNERS + SHIFTS[::-1], "nearest"))]:
         expected = keras.ops.convert_to_numpy(getattr(keras.ops.image, name)(*args))
         np.testing.assert_allclose(getattr(ops.image, name)(*args), expected, rtol=1e-5, atol=1e-5, err_msg=name)
