@@ -103,7 +103,18 @@ class _Walk:
         else:
             hints = {key: getattr(ctx, key) for key in ("sequence_lens", "sequence_mask")
                      if getattr(ctx, key, None) is not None}
-            self.node(node, values, prefix, hints)
+            compacted = getattr(ctx, "compacted_input", None)
+            key = id(node.input_tensors[0])
+            original = values.get(key)
+            if compacted is not None:
+                values[key] = compacted  # the recurrent node reads the unmasked steps first (export.masks)
+            try:
+                self.node(node, values, prefix, hints)
+            finally:
+                if compacted is not None:
+                    values[key] = original
+            if compacted is not None:
+                self.masks.uncompact(ctx, node, values, self.builder)
         self.masks.record(ctx, node, values)
 
     def node(self, node, values, prefix, hints=None):

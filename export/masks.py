@@ -2,10 +2,11 @@
 
 A mask made by ``Embedding(mask_zero=True)`` or ``Masking`` becomes an ONNX
 bool tensor; layers that pass it on unchanged pass its name on. Its readers:
-native LSTM/GRU nodes (a layer or a Bidirectional) take ``sequence_lens``, the
-count of unmasked steps, which is exact for masks that are true then false
-along time (sequences padded at the end, what padding before ``Embedding``
-gives); ``GlobalAveragePooling1D`` averages over the unmasked steps. Any other
+native LSTM/GRU nodes (a layer or a Bidirectional) run on each row's unmasked
+steps moved to the front, with ``sequence_lens`` their count, which is exactly
+Keras's skipping of masked steps for any mask (padding at either end or in the
+middle); their sequence outputs are moved back. ``GlobalAveragePooling1D``
+averages over the unmasked steps; attention layers take the masks as theirs. Any other
 reader, or a mask made any other way, is an ``ExportError``: the exported
 graph never silently ignores a mask.
 """
@@ -14,7 +15,7 @@ import numpy as np
 import kgraph
 from kgraph import layers
 
-from export.builder import NATIVE
+from export.builder import NATIVE, Value
 from export.registry import ExportError
 
 _RECURRENT = (layers.LSTM, layers.GRU)
@@ -75,6 +76,7 @@ class MaskTracker:
             counts = ctx.op("Cast", [mask], to=6, name="mask_as_int")  # int32
             ctx.sequence_lens = ctx.op("ReduceSum", [counts, ctx.const(_int64([1]), name="time_axis")], keepdims=0,
                                        name="sequence_lens")
+            ctx.compacted_input = Value(self._compact(ctx, node, mask), NATIVE)
             return False
         if isinstance(layer, layers.GlobalAveragePooling1D) and not layer.keepdims:
             return True
@@ -86,6 +88,41 @@ class MaskTracker:
         if _reads_mask(layer):
             refuse(node, "this exporter expresses masks only for LSTM/GRU and GlobalAveragePooling1D")
         return False
+
+    def _compact(self, ctx, node, mask):
+        """The sequence with each row's unmasked steps moved to the front, in order; remembers the inverse.
+
+        Keras skips masked steps (the state is carried over them), so a recurrent node run on the unmasked steps
+        alone, with ``sequence_lens`` their count, gives Keras's states for any mask, not only padding at the end.
+        """
+        shape = ctx.op("Shape", [mask])
+        steps = ctx.op("Gather", [shape, ctx.const(np.asarray(1, np.int64), name="time_index")], axis=0)
+        positions = ctx.op("Range", [ctx.const(np.asarray(0, np.int64), name="start"), steps,
+                                     ctx.const(np.asarray(1, np.int64), name="step")])
+        masked = ctx.op("Cast", [ctx.op("Not", [mask])], to=7)  # int64
+        keys = ctx.op("Add", [ctx.op("Mul", [masked, steps]), positions], name="keys")  # unique: masked after
+        k = ctx.op("Unsqueeze", [steps, ctx.const(_int64([0]), name="k_axis")])
+        self._order = ctx.op("TopK", [keys, k], outputs=2, axis=1, largest=0, sorted=1)[1]
+        self._steps = k
+        return self._along_time(ctx, ctx.input(0, NATIVE), self._order, ctx.input_rank(0))
+
+    def _along_time(self, ctx, x, order, rank):
+        """``x`` (batch, time, ...) gathered along time by ``order`` (batch, time)."""
+        index = ctx.op("Unsqueeze", [order, ctx.const(_int64(list(range(2, rank))), name="feature_axes")]) \
+            if rank > 2 else order
+        index = ctx.op("Expand", [index, ctx.op("Shape", [x])])
+        return ctx.op("GatherElements", [x, index], axis=1)
+
+    def uncompact(self, ctx, node, values, builder):
+        """Put a recurrent node's sequence outputs back at their steps (zeros at masked steps, as Keras's
+        ``zero_output_for_mask`` gives)."""
+        inverse = ctx.op("TopK", [self._order, self._steps], outputs=2, axis=1, largest=0, sorted=1)[1]
+        for tensor in node.output_tensors:
+            if tensor._keras_mask is None:
+                continue
+            rank = len(tensor.shape)
+            native = builder.convert(ctx, values[id(tensor)], rank, NATIVE)
+            values[id(tensor)] = Value(self._along_time(ctx, native, inverse, rank), NATIVE)
 
     def for_trace(self, node):
         """The ``mask`` argument for tracing a layer without a converter whose ``call`` takes one: the input
@@ -106,7 +143,6 @@ class MaskTracker:
 
     def trace_values(self, masks):
         """``{id(mask KerasTensor): Value}`` for the masks ``for_trace`` gave (empty when none)."""
-        from export.builder import Value
         if masks is None:
             return {}
         return {key: Value(name, NATIVE) for key, name in self._pending.items()}

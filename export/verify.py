@@ -98,7 +98,7 @@ def default_sampler(model):
     """Sampler for ``model``'s inputs: standard normal floats, integers in a range its consumers accept.
 
     Token ids read by ``Embedding(mask_zero=True)`` come as sequences padded at the end (ids from 1, then
-    zeros), the padding an exported mask stands for (see export.masks)."""
+    zeros), as real token data is, so the masks are exercised."""
     functional = functional_of(model)
     highs = {name: min(_input_dims(t), default=DEFAULT_INT_HIGH)
              for t, name in zip(functional.inputs, functional.input_names)}

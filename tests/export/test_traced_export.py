@@ -172,15 +172,16 @@ MASKED = {
 
 
 @pytest.mark.parametrize("kind", sorted(MASKED))
-def test_right_padded_masks_export_as_sequence_lengths(kind):
-    """onnxruntime runs the exported graph on right-padded tokens at two lengths; rtol/atol 1e-5 (float32)."""
+def test_masks_export_exactly_for_any_padding(kind):
+    """onnxruntime runs the exported graph on tokens padded at the end, at the start (pad_sequences' default) and
+    with holes, at two lengths; rtol/atol 1e-5 (float32)."""
     import onnxruntime as ort
     kgraph.utils.set_random_seed(0)
     inp = kgraph.Input((None,), dtype="int64", name="tokens")
     model = kgraph.Model(inp, layers.Dense(2)(MASKED[kind](layers.Embedding(20, 4, mask_zero=True)(inp))))
     session = ort.InferenceSession(to_onnx(model).SerializeToString(), providers=["CPUExecutionProvider"])
-    for length in (6, 9):
-        tokens = _padded_tokens(length)
+    holes = np.array([[3, 0, 4, 0, 5, 0], [0, 7, 8, 0, 0, 1], [1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 9]], "int64")
+    for tokens in (_padded_tokens(6), _padded_tokens(9), _padded_tokens(7)[:, ::-1].copy(), holes):
         (onnx_out,) = session.run(None, {"tokens": tokens})
         np.testing.assert_allclose(onnx_out, model.predict(tokens, verbose=0), rtol=1e-5, atol=1e-5)
 
