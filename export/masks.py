@@ -5,7 +5,8 @@ bool tensor; layers that pass it on unchanged pass its name on. Its readers:
 native LSTM/GRU nodes (a layer or a Bidirectional) run on each row's unmasked
 steps moved to the front, with ``sequence_lens`` their count, which is exactly
 Keras's skipping of masked steps for any mask (padding at either end or in the
-middle); their sequence outputs are moved back. ``GlobalAveragePooling1D``
+middle); their sequence outputs are moved back (zeros at masked steps, or the
+last unmasked step's output, as Keras gives them). ``GlobalAveragePooling1D``
 averages over the unmasked steps; attention layers take the masks as theirs. Any other
 reader, or a mask made any other way, is an ``ExportError``: the exported
 graph never silently ignores a mask.
@@ -51,6 +52,7 @@ class MaskTracker:
     def __init__(self):
         self.names = {}
         self._pending = {}
+        self._carries = False
 
     def reads(self, node):
         """The ONNX mask of ``node``'s first input (None if unmasked)."""
@@ -69,10 +71,10 @@ class MaskTracker:
         if isinstance(layer, _RECURRENT) or (isinstance(layer, layers.Bidirectional)
                                              and isinstance(layer.forward_layer, _RECURRENT)):
             recurrent = layer.forward_layer if isinstance(layer, layers.Bidirectional) else layer
-            carries = layer.return_sequences and not recurrent.zero_output_for_mask
-            if carries:
-                refuse(node, "with return_sequences=True Keras repeats the last output at masked steps, which "
-                             "ONNX's sequence_lens (zeros there) does not")
+            self._carries = layer.return_sequences and not recurrent.zero_output_for_mask
+            if self._carries and recurrent.go_backwards:
+                refuse(node, "with return_sequences=True and go_backwards=True Keras repeats the last output at "
+                             "masked steps in processing order, which this exporter does not express")
             counts = ctx.op("Cast", [mask], to=6, name="mask_as_int")  # int32
             ctx.sequence_lens = ctx.op("ReduceSum", [counts, ctx.const(_int64([1]), name="time_axis")], keepdims=0,
                                        name="sequence_lens")
@@ -114,15 +116,28 @@ class MaskTracker:
         return ctx.op("GatherElements", [x, index], axis=1)
 
     def uncompact(self, ctx, node, values, builder):
-        """Put a recurrent node's sequence outputs back at their steps (zeros at masked steps, as Keras's
-        ``zero_output_for_mask`` gives)."""
-        inverse = ctx.op("TopK", [self._order, self._steps], outputs=2, axis=1, largest=0, sorted=1)[1]
+        """Put a recurrent node's sequence outputs back at their steps: zeros at masked steps (Keras's
+        ``zero_output_for_mask``, as in Bidirectional), or the last unmasked step's output (Keras's default)."""
+        mask = self.reads(node)
+        if self._carries:
+            seen = ctx.op("CumSum", [ctx.op("Cast", [mask], to=7), ctx.const(np.asarray(1, np.int64), name="axis")])
+            one = ctx.const(np.asarray(1, np.int64), name="one")
+            source = ctx.op("Max", [ctx.op("Sub", [seen, one]), ctx.const(np.asarray(0, np.int64), name="zero")])
+            started = ctx.op("Greater", [seen, ctx.const(np.asarray(0, np.int64), name="zero")], name="started")
+        else:
+            source = ctx.op("TopK", [self._order, self._steps], outputs=2, axis=1, largest=0, sorted=1)[1]
         for tensor in node.output_tensors:
             if tensor._keras_mask is None:
                 continue
             rank = len(tensor.shape)
             native = builder.convert(ctx, values[id(tensor)], rank, NATIVE)
-            values[id(tensor)] = Value(self._along_time(ctx, native, inverse, rank), NATIVE)
+            placed = self._along_time(ctx, native, source, rank)
+            if self._carries:
+                # Before the first unmasked step Keras's previous output is zeros.
+                gate = ctx.op("Unsqueeze", [started, ctx.const(_int64(list(range(2, rank))), name="feature_axes")])
+                zero = ctx.const(np.zeros((), dtype=tensor.dtype), name="zero_output")
+                placed = ctx.op("Where", [gate, placed, zero])
+            values[id(tensor)] = Value(placed, NATIVE)
 
     def for_trace(self, node):
         """The ``mask`` argument for tracing a layer without a converter whose ``call`` takes one: the input

@@ -92,7 +92,7 @@ def test_a_layer_reading_a_mask_is_a_clear_export_error_never_a_different_model(
     simple = layers.SimpleRNN(2, name="simple")(e)
     with pytest.raises(ExportError, match=r"'simple' \(SimpleRNN\): it reads a mask made by layer 'embed'"):
         to_onnx(kgraph.Model(inp, simple))
-    carried = layers.LSTM(3, return_sequences=True, name="seq")(e)
+    carried = layers.LSTM(3, return_sequences=True, go_backwards=True, name="seq")(e)
     with pytest.raises(ExportError, match=r"'seq' \(LSTM\).*repeats the last output"):
         to_onnx(kgraph.Model(inp, carried))
     unmasked = kgraph.Model(inp, layers.Dense(2)(layers.Embedding(20, 4)(inp)))
@@ -168,6 +168,7 @@ MASKED = {
     "gru_pooled": lambda e: layers.GlobalAveragePooling1D()(layers.Bidirectional(
         layers.GRU(3, return_sequences=True))(layers.Dense(4)(e))),
     "backwards": lambda e: layers.LSTM(3, go_backwards=True)(e),
+    "sequences_carried": lambda e: layers.GRU(2)(layers.LSTM(3, return_sequences=True)(e)),
 }
 
 
