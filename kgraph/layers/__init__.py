@@ -10,7 +10,7 @@ from kgraph.layers.recurrent import GRU, LSTM, SimpleRNN
 from kgraph.layers.rnn import RNN, TimeDistributed
 from kgraph.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from kgraph.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
-from kgraph.layers.convolutional import Conv1D, Conv2D, Conv2DTranspose
+from kgraph.layers.convolutional import Conv1D, Conv2D
 from kgraph.layers.depthwise_separable import DepthwiseConv2D, SeparableConv2D
 from kgraph.layers.embedding import Embedding
 from kgraph.layers.masking_layer import Masking
@@ -37,7 +37,7 @@ from kgraph.layers.regularization import ActivityRegularization, AlphaDropout, G
 from kgraph.layers.convolutional3d import (AveragePooling3D, AvgPool3D, Conv3D, Convolution3D, Cropping3D,
                                            GlobalAveragePooling3D, GlobalAvgPool3D, GlobalMaxPool3D, GlobalMaxPooling3D,
                                            MaxPool3D, MaxPooling3D, SpatialDropout3D, UpSampling3D, ZeroPadding3D)
-from kgraph.layers.conv_transpose import (Conv1DTranspose, Conv3DTranspose, Convolution1DTranspose,
+from kgraph.layers.conv_transpose import (Conv1DTranspose, Conv2DTranspose, Conv3DTranspose, Convolution1DTranspose,
                                           Convolution3DTranspose)
 from kgraph.layers.conv1d_variants import DepthwiseConv1D, SeparableConv1D, SeparableConvolution1D
 from kgraph.layers.grouped_query_attention import GroupQueryAttention

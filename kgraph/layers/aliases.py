@@ -1,5 +1,6 @@
 """Keras's other names for existing layers, and the functional forms of the merge layers."""
-from kgraph.layers.convolutional import Conv1D, Conv2D, Conv2DTranspose
+from kgraph.layers.conv_transpose import Conv2DTranspose
+from kgraph.layers.convolutional import Conv1D, Conv2D
 from kgraph.layers.depthwise_separable import SeparableConv2D
 from kgraph.layers.merging import Average, Maximum, Minimum, Multiply, Subtract
 from kgraph.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,

@@ -1,4 +1,4 @@
-"""Transposed convolutions in 1D and 3D: Conv1DTranspose, Conv3DTranspose, with Keras's arguments and kernel layout."""
+"""Transposed convolutions: Conv1DTranspose, Conv2DTranspose, Conv3DTranspose, with Keras's arguments and kernels."""
 import numpy as np
 
 from kgraph import activations, initializers, ops, regularizers
@@ -96,6 +96,17 @@ class BaseConvTranspose(Layer):
             "bias_regularizer": serialize_regularizer(self.bias_regularizer),
         })
         return config
+
+
+class Conv2DTranspose(BaseConvTranspose):
+    """Transposed 2D convolution over ``(batch, rows, cols, channels)``; kernel ``(kh, kw, filters, in_channels)``."""
+
+    rank = 2
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", output_padding=None,
+                 data_format=None, dilation_rate=(1, 1), **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, output_padding, data_format, dilation_rate,
+                         **kwargs)
 
 
 class Conv1DTranspose(BaseConvTranspose):

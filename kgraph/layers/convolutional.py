@@ -1,10 +1,10 @@
-"""Convolution layers: Conv1D, Conv2D, Conv2DTranspose, with Keras's arguments and kernel layout."""
+"""Convolution layers: Conv1D, Conv2D, with Keras's arguments and kernel layout (transposed ones in conv_transpose)."""
 import numpy as np
 
 from kgraph import activations, initializers, ops, regularizers
 from kgraph.input_spec import InputSpec, assert_input_compatibility
 from kgraph.layer import Layer
-from kgraph.ops.windows import conv_output_length, conv_pads, normalize_tuple, transpose_crop
+from kgraph.ops.windows import conv_output_length, conv_pads, normalize_tuple
 
 
 def serialize_regularizer(regularizer):
@@ -198,83 +198,3 @@ class Conv2D(BaseConv):
         super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, groups, **kwargs)
 
 
-class Conv2DTranspose(Layer):
-    """Transposed 2D convolution; kernel ``(kh, kw, filters, in_channels)`` as in Keras."""
-
-    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", output_padding=None,
-                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
-                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
-                 **kwargs):
-        super().__init__(**kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
-                           bias_constraint=bias_constraint)
-        if not isinstance(filters, (int, np.integer)) or filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters` of layer '{self.name}'. Expected a strictly "
-                             f"positive integer. Received filters={filters}.")
-        self.filters = int(filters)
-        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
-        self.strides = normalize_tuple(strides, 2, "strides")
-        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
-        self.padding = check_padding(self, padding, ("valid", "same"))
-        self.data_format = check_data_format(self, data_format)
-        if output_padding is None:
-            self.output_padding = None
-        else:
-            self.output_padding = tuple(int(p) for p in ((output_padding,) * 2 if np.isscalar(output_padding)
-                                                         else output_padding))
-            if len(self.output_padding) != 2 or any(p < 0 for p in self.output_padding):
-                raise ValueError(f"Layer '{self.name}': `output_padding` must be a non-negative int or a tuple of "
-                                 f"2 non-negative ints. Received: output_padding={output_padding}")
-            if any(p >= s for p, s in zip(self.output_padding, self.strides)):
-                raise ValueError(f"Strides must be greater than output padding. Received strides={self.strides}, "
-                                 f"output_padding={self.output_padding}.")
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.input_spec = InputSpec(ndim=4)
-
-    def build(self, input_shape):
-        channels = input_channels(self, input_shape, 2)
-        self.kernel = self.add_weight(shape=self.kernel_size + (self.filters, channels),
-                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-                                      name="kernel")
-        self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
-        self.input_spec = InputSpec(ndim=4, axes={-1: channels})
-        self.built = True
-
-    def call(self, inputs):
-        out = ops.conv_transpose(inputs, self.kernel, self.strides, self.padding, self.output_padding,
-                                 dilation_rate=self.dilation_rate, bias=self.bias)
-        return self.activation(out)
-
-    def crops(self):
-        """Per spatial axis, ``(crop_before, extra)`` of the full transposed convolution (see ``transpose_crop``)."""
-        output_padding = self.output_padding or (None, None)
-        return tuple(transpose_crop(k, s, d, self.padding, p) for k, s, d, p in
-                     zip(self.kernel_size, self.strides, self.dilation_rate, output_padding))
-
-    def compute_output_shape(self, input_shape):
-        input_channels(self, input_shape, 2)
-        spatial = []
-        for n, k, s, d, (crop, extra) in zip(input_shape[1:3], self.kernel_size, self.strides,
-                                             self.dilation_rate, self.crops()):
-            spatial.append(None if n is None else (n - 1) * s + (k - 1) * d + 1 - crop + extra)
-        return (input_shape[0],) + tuple(spatial) + (self.filters,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "filters": self.filters, "kernel_size": self.kernel_size, "strides": self.strides,
-            "padding": self.padding, "output_padding": self.output_padding, "data_format": self.data_format,
-            "dilation_rate": self.dilation_rate, "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias, "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
-            "bias_regularizer": serialize_regularizer(self.bias_regularizer),
-        })
-        return config
