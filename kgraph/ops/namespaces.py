@@ -17,7 +17,8 @@ _FAMILIES = {
     "linalg": ("linalg",),
     "image": ("image", "patches"),
 }
-_EXCLUDED = {"numpy": _NOT_NUMPY, "nn": {"conv_max_pool", "dense", "extract_patches"}, "linalg": {"logdet", "slogdet"},
+_PATCHES = {"extract_patches", "extract_patches_3d"}
+_EXCLUDED = {"numpy": _NOT_NUMPY, "nn": {"conv_max_pool", "dense"} | _PATCHES, "linalg": {"logdet", "slogdet"},
              "image": {"fold", "unfold"}}
 _EXTRA = {"numpy": {"get_item", "i0", "slogdet", "vectorize", "view"}, "nn": set(), "linalg": set(), "image": set()}
 

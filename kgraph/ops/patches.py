@@ -1,10 +1,12 @@
-"""Sliding-window patches of ``keras.ops``: ``unfold`` (im2col), its adjoint ``fold``, and ``image.extract_patches``.
+"""Sliding-window patches: ``unfold`` (im2col), its adjoint ``fold``, ``image.extract_patches`` and ``_3d``.
 
 All are slices, stacks and pads of other ops, so they are differentiable and export by tracing.
 """
+import numpy as np
+
 from kgraph import ops as _k
 
-__all__ = ["extract_patches", "fold", "unfold"]
+__all__ = ["extract_patches", "extract_patches_3d", "fold", "unfold"]
 
 
 def _pair(value):
@@ -16,18 +18,15 @@ def _count(size, kernel, dilation, stride):
 
 
 def _windows(x, kernel, dilation, stride, axes):
-    """The ``kernel`` window taps of ``x`` over its two spatial ``axes``: one strided slice per tap."""
-    (kh, kw), (dh, dw), (sh, sw) = kernel, dilation, stride
-    oh = _count(_k.shape(x)[axes[0]], kh, dh, sh)
-    ow = _count(_k.shape(x)[axes[1]], kw, dw, sw)
+    """The ``kernel`` window taps of ``x`` over its spatial ``axes``: one strided slice per tap, and the counts."""
+    counts = [_count(_k.shape(x)[a], k, d, s) for a, k, d, s in zip(axes, kernel, dilation, stride)]
     taps = []
-    for i in range(kh):
-        for j in range(kw):
-            key = [slice(None)] * len(_k.shape(x))
-            key[axes[0]] = slice(i * dh, i * dh + sh * (oh - 1) + 1, sh)
-            key[axes[1]] = slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
-            taps.append(_k.getitem(x, tuple(key)))
-    return taps, oh, ow
+    for tap in np.ndindex(*kernel):
+        key = [slice(None)] * len(_k.shape(x))
+        for a, i, d, s, n in zip(axes, tap, dilation, stride, counts):
+            key[a] = slice(i * d, i * d + s * (n - 1) + 1, s)
+        taps.append(_k.getitem(x, tuple(key)))
+    return taps, counts
 
 
 def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
@@ -35,7 +34,7 @@ def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
     kernel, dilation, stride = _pair(kernel_size), _pair(dilation), _pair(stride)
     ph, pw = _pair(padding)
     x = _k.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    taps, oh, ow = _windows(x, kernel, dilation, stride, (2, 3))
+    taps, (oh, ow) = _windows(x, kernel, dilation, stride, (2, 3))
     channels = _k.shape(x)[1]
     return _k.reshape(_k.stack(taps, axis=2), (-1, channels * len(taps), oh * ow))
 
@@ -62,26 +61,40 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return out[:, :, ph:ph + height, pw:pw + width]
 
 
-def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
-    """Patches of ``size`` every ``strides`` (default: ``size``), flattened into the channel axis."""
-    kernel = _pair(size)
-    stride = kernel if strides is None else _pair(strides)
-    dilation = _pair(dilation_rate)
+def _patches(images, size, strides, dilation_rate, padding, data_format, spatial):
+    """Patches over ``spatial`` (2 or 3) axes of channels-last or channels-first data, flattened into channels."""
+    kernel = _tuple(size, spatial)
+    stride = kernel if strides is None else _tuple(strides, spatial)
+    dilation = _tuple(dilation_rate, spatial)
     if padding not in ("valid", "same"):
         raise ValueError(f"padding must be 'valid' or 'same'. Received: padding={padding!r}")
     data_format = "channels_last" if data_format is None else data_format
-    single = len(_k.shape(images)) == 3
+    single = len(_k.shape(images)) == spatial + 1
     x = _k.expand_dims(images, 0) if single else images
     if data_format == "channels_first":
-        x = _k.transpose(x, (0, 2, 3, 1))
+        x = _k.moveaxis(x, 1, -1)
     if padding == "same":
         widths = [(0, 0)]
-        for size_, k, d, s in zip(_k.shape(x)[1:3], kernel, dilation, stride):
+        for size_, k, d, s in zip(_k.shape(x)[1:1 + spatial], kernel, dilation, stride):
             total = max((-(-size_ // s) - 1) * s + (k - 1) * d + 1 - size_, 0)
             widths.append((total // 2, total - total // 2))
         x = _k.pad(x, widths + [(0, 0)])
-    taps, oh, ow = _windows(x, kernel, dilation, stride, (1, 2))
-    patches = _k.reshape(_k.stack(taps, axis=3), (-1, oh, ow, len(taps) * _k.shape(x)[-1]))
+    taps, counts = _windows(x, kernel, dilation, stride, tuple(range(1, 1 + spatial)))
+    patches = _k.reshape(_k.stack(taps, axis=-2), [-1] + counts + [len(taps) * _k.shape(x)[-1]])
     if data_format == "channels_first":
-        patches = _k.transpose(patches, (0, 3, 1, 2))
+        patches = _k.moveaxis(patches, -1, 1)
     return patches[0] if single else patches
+
+
+def _tuple(value, n):
+    return (int(value),) * n if isinstance(value, int) else tuple(int(v) for v in value)
+
+
+def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
+    """Patches of ``size`` every ``strides`` (default: ``size``), flattened into the channel axis."""
+    return _patches(images, size, strides, dilation_rate, padding, data_format, 2)
+
+
+def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
+    """Volume patches of ``size`` every ``strides`` (default: ``size``), flattened into the channel axis."""
+    return _patches(volumes, size, strides, dilation_rate, padding, data_format, 3)

@@ -86,7 +86,9 @@ def _nn(x, img, q, kv, i):
             ops.adaptive_max_pool(img, 2, data_format="channels_first"),
             ops.unfold(img, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
             ops.fold(ops.unfold(img, 2, stride=2), (4, 6), 2, stride=2),
-            ops.image.extract_patches(img, (2, 3)), ops.image.extract_patches(img, 3, strides=2, padding="same")]
+            ops.image.extract_patches(img, (2, 3)), ops.image.extract_patches(img, 3, strides=2, padding="same"),
+            ops.image.extract_patches_3d(img[..., None], (2, 3, 2)),
+            ops.image.extract_patches_3d(img[..., None], 2, strides=3, padding="same")]
 
 
 def _linalg_image(a, v, image):

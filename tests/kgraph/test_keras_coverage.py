@@ -148,15 +148,14 @@ NOT_PROVIDED_LAYERS = {
 }
 
 _COMPLEX = "complex numbers: kgraph computes in real dtypes, as ONNX does"
-_IMAGE = "not yet supported: an image op beyond resizing, color spaces, padding, cropping and patches"
+_IMAGE = "not yet supported: an image filter, metric or warp beyond resampling, color spaces, padding and patches"
 NOT_PROVIDED_OPS = {
     "angle": _COMPLEX, "conj": _COMPLEX, "conjugate": _COMPLEX, "imag": _COMPLEX, "real": _COMPLEX,
     "isreal": _COMPLEX, "polar": _COMPLEX, "view_as_complex": _COMPLEX, "view_as_real": _COMPLEX,
     "jvp": "kgraph differentiates in reverse mode only (GradientTape); it has no forward-mode products",
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
-    "elastic_transform": _IMAGE,
-    "extract_patches_3d": _IMAGE, "gaussian_blur": _IMAGE,
-    "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE, "ssim": _IMAGE,
+    "elastic_transform": _IMAGE, "gaussian_blur": _IMAGE, "scale_and_translate": _IMAGE, "sobel_edges": _IMAGE,
+    "ssim": _IMAGE,
 }
 
 NAMESPACES = {"nn": KERAS_OPS_NN, "numpy": KERAS_OPS_NUMPY, "linalg": KERAS_OPS_LINALG, "image": KERAS_OPS_IMAGE}

@@ -258,7 +258,8 @@ GRADIENTS = {
         ops.stft(xs[0], 8, 4, 8), 8, 4, 8, length=11)[:, None, :1], [RNG.standard_normal((2, 11))]),
     "patches": (lambda xs: ops.fold(ops.unfold(xs[0], (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), (4, 5),
                                     (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
-                + ops.image.extract_patches(xs[1], 2, strides=1, padding="same")[..., 0],
+                + ops.image.extract_patches(xs[1], 2, strides=1, padding="same")[..., 0]
+                + ops.image.extract_patches_3d(ops.expand_dims(xs[1], -1), 2, strides=1, padding="same")[..., 0, 0],
                 [RNG.standard_normal((1, 1, 4, 5)), RNG.standard_normal((1, 4, 5, 1))]),
     "map_coordinates": (lambda xs: ops.image.map_coordinates(xs[0], xs[1], 1, fill_mode="reflect"),
                         [RNG.standard_normal((3, 4)), np.array([[0.3, 1.6, 2.2], [-0.7, 2.5, 3.4]])]),
@@ -338,6 +339,8 @@ def test_nn_and_image_ops_match_keras(keras):
     for name, args in [("resize", (img, (3, 9))), ("resize", (img, (9, 4), "nearest")), ("rgb_to_hsv", (img,)),
                        ("hsv_to_rgb", (img,)), ("rgb_to_grayscale", (img,)), ("extract_patches", (img, (2, 3))),
                        ("extract_patches", (img, 3, 2, 1, "same")),
+                       ("extract_patches_3d", (img[..., None], (2, 3, 2))),
+                       ("extract_patches_3d", (img[..., None], 3, 2, 1, "same")),
                        ("map_coordinates", (img[0, :, :, 0], RNG.random((2, 3, 4)) * 9 - 2, 1, "mirror")),
                        ("map_coordinates", (img[0, :, :, 0], RNG.random((2, 5)) * 9 - 2, 0, "constant", 2.0)),
                        ("affine_transform", (img, AFFINE, "bilinear", "wrap")),
