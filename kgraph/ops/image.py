@@ -10,7 +10,7 @@ from kgraph.ops.numpy_math import dtype_of, floating
 
 __all__ = [
     "affine_transform", "crop_images", "hsv_to_rgb", "map_coordinates", "pad_images", "perspective_transform",
-    "resize", "rgb_to_grayscale", "rgb_to_hsv",
+    "resize", "rgb_to_grayscale", "rgb_to_hsv", "ssim",
 ]
 
 _INTERPOLATIONS = ("bilinear", "nearest")
@@ -283,3 +283,34 @@ def perspective_transform(images, start_points, end_points, interpolation="bilin
     coefficients = _k.solve(system, _k.concatenate([xi, yi], axis=1))
     return affine_transform(images, coefficients, interpolation=interpolation, fill_mode="constant",
                             fill_value=fill_value, data_format=data_format)
+
+
+def _gaussian_valid(x, size, sigma, axes):
+    """``x`` filtered by a normalized Gaussian of ``size`` taps along each of ``axes``, "valid" (no padding)."""
+    taps = np.exp(-0.5 * np.square(np.arange(size) - (size - 1) / 2) / sigma ** 2)
+    taps /= taps.sum()
+    for axis in axes:
+        n = _k.shape(x)[axis]
+        band = np.zeros((n - size + 1, n), dtype=dtype_of(x))
+        for i in range(n - size + 1):
+            band[i, i:i + size] = taps
+        x = _k.moveaxis(_k.matmul(_k.moveaxis(x, axis, -1), band.T), -1, axis)
+    return x
+
+
+def ssim(image1, image2, max_val=1.0, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03, data_format=None):
+    """Structural similarity of two (batches of) images with a Gaussian window, averaged per image."""
+    h_axis, w_axis, c_axis = _axes(image1, data_format)
+    x, y = floating(image1), floating(image2)
+    c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
+
+    def blur(t):
+        return _gaussian_valid(t, filter_size, filter_sigma, (h_axis, w_axis))
+
+    mu_x, mu_y = blur(x), blur(y)
+    var_x = blur(x * x) - mu_x * mu_x
+    var_y = blur(y * y) - mu_y * mu_y
+    cov = blur(x * y) - mu_x * mu_y
+    luminance = (2 * mu_x * mu_y + c1) / (mu_x * mu_x + mu_y * mu_y + c1)
+    contrast = (2 * cov + c2) / (var_x + var_y + c2)
+    return _k.mean(luminance * contrast, axis=(h_axis, w_axis, c_axis))

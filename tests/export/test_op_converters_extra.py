@@ -106,6 +106,8 @@ def _linalg_image(a, v, image):
                                        .reshape(-1)[:8]),
             ops.image.affine_transform(image, np.array([1.0, 0.5, -1.0, 0.2, 0.8, 1.0, 0.0, 0.0], "float32"),
                                        "nearest", "mirror"),
+            ops.image.ssim(image, ops.sigmoid(image), filter_size=3), _batched(ops.image.ssim(image[0], image[0] * 0.5,
+                                                                                             filter_size=5), v),
             ops.image.perspective_transform(image, [[0, 0], [6, 0], [0, 4], [6, 4]],
                                             [[0.5, 0.3], [5.6, 0.1], [0.2, 3.4], [6.3, 4.2]])]
 

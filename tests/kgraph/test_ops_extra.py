@@ -269,6 +269,8 @@ GRADIENTS = {
                                                                [0.98, 0.18, 0.22, -0.02, 0.82, -0.34, 0.0, 0.04]])]),
     "perspective": (lambda xs: ops.image.perspective_transform(xs[0], CORNERS, CORNERS * 0.9 + 0.13),
                     [RNG.random((1, 5, 7, 1))]),
+    "ssim": (lambda xs: ops.image.ssim(xs[0], xs[1], filter_size=3, filter_sigma=0.8),
+             [RNG.random((2, 5, 4, 2)), RNG.random((2, 5, 4, 2))]),
     "image": (lambda xs: ops.image.resize(xs[0], (5, 2)) + ops.image.rgb_to_grayscale(ops.image.hsv_to_rgb(
         ops.sigmoid(ops.image.resize(xs[0], (5, 2), interpolation="nearest"))))
         + ops.image.rgb_to_hsv(ops.sigmoid(ops.image.resize(xs[0], (5, 2)))), [RNG.random((1, 4, 3, 3))]),
@@ -346,6 +348,7 @@ def test_nn_and_image_ops_match_keras(keras):
                        ("affine_transform", (img, AFFINE, "bilinear", "wrap")),
                        ("affine_transform", (img, AFFINE, "nearest", "constant", 0.5)),
                        ("perspective_transform", (img, CORNERS, CORNERS + SHIFTS, "bilinear", 0.25)),
-                       ("perspective_transform", (img, CORNERS, CORNERS + SHIFTS[::-1], "nearest"))]:
+                       ("perspective_transform", (img, CORNERS, CORNERS + SHIFTS[::-1], "nearest")),
+                       ("ssim", (img, np.clip(img + 0.1 * RNG.standard_normal(img.shape), 0, 1), 1.0, 3, 0.8))]:
         expected = keras.ops.convert_to_numpy(getattr(keras.ops.image, name)(*args))
         np.testing.assert_allclose(getattr(ops.image, name)(*args), expected, rtol=1e-5, atol=1e-5, err_msg=name)
