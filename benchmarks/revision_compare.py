@@ -3,8 +3,8 @@
 Each revision trains ``train_throughput.py``'s models in its own worker
 process (the revision's ``kgraph`` package, checked out with ``git archive``
 into a temporary directory; the model definitions and data are this tree's).
-The workers take turns, one epoch per round, and the best round of each is
-reported, so a busy moment of a shared machine hits both alike.
+The workers take turns, one epoch per round (who goes first alternates), and the
+best round of each is reported, so a busy moment of a shared machine hits both alike.
 
     python benchmarks/revision_compare.py --baseline d7e8d54 [--candidate WORKTREE] [--models mlp,cnn,lstm]
         [--rounds 5]
@@ -73,9 +73,10 @@ def main():
             workers = [start(base_root, model), start(args.candidate, model)]
             best = [0.0, 0.0]
             try:
-                for _ in range(args.rounds):
-                    for i, proc in enumerate(workers):
-                        best[i] = max(best[i], epoch(proc))
+                for round_ in range(args.rounds):
+                    # Who goes first alternates, so neither revision always runs right after the other.
+                    for i in ((0, 1) if round_ % 2 == 0 else (1, 0)):
+                        best[i] = max(best[i], epoch(workers[i]))
             finally:
                 for proc in workers:
                     proc.stdin.close()
