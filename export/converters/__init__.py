@@ -105,3 +105,4 @@ from export.converters import activation_layers, regularization  # noqa: F401,E4
 from export.converters import adaptive_pooling, layers_3d  # noqa: F401,E402
 from export.converters import ops_extra_linalg, ops_extra_math, ops_extra_nn, ops_extra_reduce  # noqa: F401,E402
 from export.converters import ops_extra_core, ops_extra_fft, ops_extra_image, ops_extra_shape  # noqa: F401,E402
+from export.converters import ops_complex, ops_image_filters  # noqa: F401,E402

@@ -52,3 +52,11 @@ from kgraph.layers.preprocessing_text import TextVectorization
 from kgraph.layers.preprocessing_image import CenterCrop, Resizing
 from kgraph.layers.augmentation import (RandomBrightness, RandomContrast, RandomCrop, RandomFlip, RandomRotation,
                                         RandomTranslation, RandomZoom)
+from kgraph.layers.augmentation_color import *  # noqa: F401,F403
+from kgraph.layers.augmentation_tone import *  # noqa: F401,F403
+from kgraph.layers.augmentation_filters import *  # noqa: F401,F403
+from kgraph.layers.augmentation_geometric import *  # noqa: F401,F403
+from kgraph.layers.augmentation_mix import *  # noqa: F401,F403
+from kgraph.layers.augmentation_policies import *  # noqa: F401,F403
+from kgraph.layers.preprocessing_extra import *  # noqa: F401,F403
+from kgraph.layers.audio import *  # noqa: F401,F403

@@ -47,13 +47,17 @@ from kgraph.ops.rearrange import *  # noqa: F401,F403
 from kgraph.ops.rearrange import __all__ as _rearrange_all
 from kgraph.ops.ctc import *  # noqa: F401,F403
 from kgraph.ops.ctc import __all__ as _ctc_all
+from kgraph.ops.complex import *  # noqa: F401,F403
+from kgraph.ops.complex import __all__ as _complex_all
+from kgraph.ops.image_filters import *  # noqa: F401,F403
+from kgraph.ops.image_filters import __all__ as _image_filters_all
 
 __all__ = sorted(_conv_all + _conv_pool_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
                  + _reductions_all + _shape_all + _numpy_math_all
                  + _numpy_reductions_all + _numpy_shape_all
                  + _numpy_index_all + _nn_extra_all + _linalg_all
                  + _image_all + _core_extra_all + _fft_all
-                 + _patches_all + _rearrange_all + _ctc_all)
+                 + _patches_all + _rearrange_all + _ctc_all + _complex_all + _image_filters_all)
 
 from kgraph.ops import namespaces as _namespaces  # noqa: E402
 

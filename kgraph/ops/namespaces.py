@@ -12,10 +12,10 @@ _NOT_NUMPY = {
     "rsqrt", "scatter", "scatter_update", "shape", "slice", "slice_update", "stop_gradient", "top_k", "unstack",
 }
 _FAMILIES = {
-    "numpy": ("math", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index"),
+    "numpy": ("math", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index", "complex"),
     "nn": ("nn", "nn_extra", "conv", "conv_pool", "pooling", "normalization", "patches", "ctc"),
     "linalg": ("linalg",),
-    "image": ("image", "patches"),
+    "image": ("image", "patches", "image_filters"),
 }
 _PATCHES = {"extract_patches", "extract_patches_3d"}
 _EXCLUDED = {"numpy": _NOT_NUMPY, "nn": {"conv_max_pool", "dense"} | _PATCHES, "linalg": {"logdet", "slogdet"},

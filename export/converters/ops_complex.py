@@ -1,0 +1,1 @@
+"""Converters of the complex-number ops."""

@@ -1,0 +1,1 @@
+"""Converters of ``kgraph.ops.image_filters``."""

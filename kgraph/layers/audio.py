@@ -1,0 +1,3 @@
+"""Audio preprocessing layers: STFTSpectrogram and MelSpectrogram."""
+
+__all__ = []

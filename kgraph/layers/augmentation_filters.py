@@ -1,0 +1,3 @@
+"""Filtering augmentation layers of Keras 3 (Gaussian blur, elastic transform)."""
+
+__all__ = []

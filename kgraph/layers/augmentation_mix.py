@@ -1,0 +1,3 @@
+"""Augmentation layers that mix images of a batch (MixUp, CutMix)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Augmentation policies built from other augmentation layers (RandAugment, AugMix)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Tone-curve augmentation layers of Keras 3 (posterization, solarization, auto-contrast, histogram equalization, CLAHE)."""
+
+__all__ = []

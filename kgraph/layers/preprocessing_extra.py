@@ -1,0 +1,3 @@
+"""Pipeline, MaxNumBoundingBoxes and HashedCrossing preprocessing layers."""
+
+__all__ = []

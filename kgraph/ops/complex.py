@@ -1,0 +1,3 @@
+"""Complex-number ops of ``keras.ops``."""
+
+__all__ = []
