@@ -179,10 +179,6 @@ NOT_PROVIDED_OPS = {
     "view_as_real": _COMPLEX,
     "jvp": "kgraph differentiates in reverse mode only (GradientTape); it has no forward-mode products",
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
-    "elastic_transform": _IMAGE,
-    "gaussian_blur": _IMAGE,
-    "scale_and_translate": _IMAGE,
-    "sobel_edges": _IMAGE,
 }
 
 NAMESPACES = {"nn": KERAS_OPS_NN, "numpy": KERAS_OPS_NUMPY, "linalg": KERAS_OPS_LINALG, "image": KERAS_OPS_IMAGE}
