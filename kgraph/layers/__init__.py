@@ -60,3 +60,6 @@ from kgraph.layers.augmentation_mix import *  # noqa: F401,F403
 from kgraph.layers.augmentation_policies import *  # noqa: F401,F403
 from kgraph.layers.preprocessing_extra import *  # noqa: F401,F403
 from kgraph.layers.audio import *  # noqa: F401,F403
+from kgraph.layers.wrapper import Wrapper
+from kgraph.layers.serialization_api import deserialize, serialize
+from kgraph.layers.embedding import ReversibleEmbedding

@@ -5,6 +5,7 @@ from kgraph import ops
 from kgraph.input_spec import InputSpec
 from kgraph.layer import Layer
 from kgraph.layers.rnn_cells import StackedRNNCells, _flat_sizes
+from kgraph.layers.wrapper import Wrapper
 
 
 def _pack_states(state_size, flat):
@@ -183,16 +184,13 @@ class RNN(Layer):
         return cls(deserialize_layer(config.pop("cell"), custom_objects), **config)
 
 
-class TimeDistributed(Layer):
+class TimeDistributed(Wrapper):
     """Applies ``layer`` to every timestep of ``(batch, timesteps, ...)`` (one call on the merged batch)."""
 
     _masking = True
 
     def __init__(self, layer, **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(layer, Layer):
-            raise ValueError(f"TimeDistributed layer '{self.name}' expects a Layer instance. Received: {layer!r}")
-        self.layer = layer
+        super().__init__(layer, **kwargs)
         self.input_spec = InputSpec(min_ndim=3)
 
     def build(self, input_shape):
@@ -219,13 +217,3 @@ class TimeDistributed(Layer):
             kwargs["mask"] = ops.reshape(mask, (-1,) + tuple(np.shape(mask)[2:]))
         outputs = self.layer(merged, **kwargs)
         return ops.reshape(outputs, (-1 if batch is None else batch, timesteps) + tuple(outputs.shape[1:]))
-
-    def get_config(self):
-        from kgraph.serialization import serialize_layer
-        return {**super().get_config(), "layer": serialize_layer(self.layer)}
-
-    @classmethod
-    def from_config(cls, config, custom_objects=None):
-        from kgraph.serialization import deserialize_layer
-        config = dict(config)
-        return cls(deserialize_layer(config.pop("layer"), custom_objects), **config)

@@ -147,15 +147,8 @@ NOT_PROVIDED_LAYERS = {
     "RandomPosterization": _AUGMENT,
     "RandomShear": _AUGMENT,
     "Solarization": _AUGMENT,
-    "Pipeline": "not yet supported: a sequence of preprocessing layers applied outside the model graph",
-    "MaxNumBoundingBoxes": "not yet supported: bounding-box preprocessing",
-    "HashedCrossing": "not yet supported: hashing crossed categorical features",
     "MelSpectrogram": "not yet supported: a spectrogram layer (the stft op exists)",
     "STFTSpectrogram": "not yet supported: a spectrogram layer (the stft op exists)",
-    "ReversibleEmbedding": "not yet supported: an embedding reused as the output projection",
-    "Wrapper": "not yet supported: the base class of layer wrappers",
-    "serialize": "not yet supported: layer (de)serialization lives in kgraph.saving",
-    "deserialize": "not yet supported: layer (de)serialization lives in kgraph.saving",
 }
 
 _COMPLEX = "complex numbers: kgraph computes in real dtypes, as ONNX does"
