@@ -260,7 +260,8 @@ def _resampling_matrix(in_size, out_size, scale, translation, kernel, antialias,
 
 
 def _vector(value, name, length):
-    vector = floating(_k.convert_to_tensor(value))
+    # Python sequences follow Keras's conversion (floats become floatx); arrays and tensors keep their dtype.
+    vector = floating(_k.convert_to_tensor(value) if isinstance(value, (list, tuple)) else value)
     shape = _k.shape(vector)
     if len(shape) != 1 or shape[0] not in (None, length):
         raise ValueError(f"`{name}` must hold one value per spatial dimension ({length}). "

@@ -138,8 +138,6 @@ NOT_PROVIDED_LAYERS = {
     "ContrastLimitedAdaptiveHistogramEqualization": _AUGMENT,
     "Equalization": _AUGMENT,
     "RandAugment": _AUGMENT,
-    "RandomElasticTransform": _AUGMENT,
-    "RandomGaussianBlur": _AUGMENT,
     "RandomPosterization": _AUGMENT,
     "Solarization": _AUGMENT,
     "MelSpectrogram": "not yet supported: a spectrogram layer (the stft op exists)",
