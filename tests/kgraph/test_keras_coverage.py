@@ -140,8 +140,6 @@ NOT_PROVIDED_LAYERS = {
     "RandAugment": _AUGMENT,
     "RandomPosterization": _AUGMENT,
     "Solarization": _AUGMENT,
-    "MelSpectrogram": "not yet supported: a spectrogram layer (the stft op exists)",
-    "STFTSpectrogram": "not yet supported: a spectrogram layer (the stft op exists)",
 }
 
 _COMPLEX = "complex numbers: kgraph computes in real dtypes, as ONNX does"
