@@ -150,3 +150,18 @@ def test_matches_keras_on_copied_weights(kwargs):
     assert all(not keras_config[k] for k in set(keras_config) - set(ours_config) - {"dtype"})
     assert layers.deserialize(keras.layers.serialize(theirs)).get_config() == \
         {**ours.get_config(), "name": theirs.name}
+
+
+@needs_keras
+def test_keras_files_carry_both_directions_between_kgraph_and_keras(tmp_path):
+    import keras
+    model = _language_model(tie_weights=False)
+    ids = RNG.integers(0, 12, (3, 5))
+    model.save(tmp_path / "ours.keras")
+    theirs = keras.saving.load_model(tmp_path / "ours.keras")
+    # float32 logits of size ~2 (soft-capped) through a Dense and a matmul, summed in other orders.
+    np.testing.assert_allclose(theirs.predict(ids, verbose=0), model.predict(ids, verbose=0), rtol=1e-5, atol=1e-6)
+    theirs.save(tmp_path / "theirs.keras")
+    back = kgraph.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(back.predict(ids, verbose=0), model.predict(ids, verbose=0), rtol=1e-6, atol=1e-6)
+    assert back.layers[1].get_config() == {**model.layers[1].get_config(), "name": back.layers[1].name}
