@@ -201,16 +201,22 @@ def elastic_transform(images, alpha=20.0, sigma=5.0, interpolation="bilinear", f
     """
     _check_warp_arguments(interpolation, fill_mode)
     h_axis, w_axis, _ = _axes(images, data_format)
-    if not isinstance(sigma, (int, float, np.number)) or not sigma > 0 or not math.isfinite(sigma):
-        raise ValueError(f"`sigma` must be a positive number. Received: sigma={sigma}")
-    if not isinstance(alpha, (int, float, np.number)) or not math.isfinite(alpha):
-        raise ValueError(f"`alpha` must be a finite number. Received: alpha={alpha}")
+    alpha, sigma = _finite_number("alpha", alpha), _finite_number("sigma", sigma)
+    if sigma <= 0:
+        raise ValueError(f"`sigma` must be positive. Received: sigma={sigma}")
     shape = _k.shape(images)
     height, width = _spatial_sizes(images, (h_axis, w_axis), "elastic_transform")
     batch = shape[0] if len(shape) == 4 else 1
     noise = _random.normal((2, batch, height, width), dtype="float64", seed=seed)
-    return _elastic_warp(images, noise, float(alpha), float(sigma), interpolation, fill_mode, fill_value,
-                         data_format)
+    return _elastic_warp(images, noise, alpha, sigma, interpolation, fill_mode, fill_value, data_format)
+
+
+def _finite_number(name, value):
+    """``value`` (a real number or a 0-d array of one) as a Python float."""
+    array = np.asarray(value) if isinstance(value, (int, float, np.ndarray, np.number)) else None
+    if array is None or array.ndim != 0 or array.dtype.kind not in "iuf" or not np.isfinite(array):
+        raise ValueError(f"`{name}` must be a finite number. Received: {name}={value}")
+    return float(array)
 
 
 def _triangle(x):

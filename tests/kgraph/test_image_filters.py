@@ -192,6 +192,7 @@ def test_symbolic_calls_record_one_node_with_the_eager_output_spec():
     (lambda: ops.image.elastic_transform(X, fill_mode="edge"), ValueError, "fill_mode=edge"),
     (lambda: ops.image.elastic_transform(X, sigma=0.0), ValueError, "sigma=0.0"),
     (lambda: ops.image.elastic_transform(X, alpha=np.inf), ValueError, "alpha=inf"),
+    (lambda: ops.image.elastic_transform(X, sigma=[1.0, 2.0]), ValueError, "finite number"),
     (lambda: ops.image.elastic_transform(X, seed="one"), ValueError, "seed"),
     (lambda: ops.image.scale_and_translate(X, X.shape, [1, 1], [0, 0], (1, 2), "nearest"), ValueError,
      "method=nearest"),
