@@ -4,6 +4,7 @@ import numpy as np
 from kgraph import initializers
 from kgraph.input_spec import InputSpec
 from kgraph.layer import Layer
+from kgraph.layers.wrapper import Wrapper
 
 _EPSILON = 1e-7  # Keras's backend.epsilon(), the floor of a norm that is divided by
 
@@ -13,7 +14,7 @@ def _normalized(x):
     return x / max(float(np.sqrt(np.sum(np.square(x)))), _EPSILON)
 
 
-class SpectralNormalization(Layer):
+class SpectralNormalization(Wrapper):
     """Runs ``layer`` after dividing its ``kernel`` (or ``embeddings``) by its spectral norm, in training only.
 
     The norm is estimated by ``power_iterations`` steps of power iteration
@@ -26,14 +27,13 @@ class SpectralNormalization(Layer):
     """
 
     def __init__(self, layer, power_iterations=1, **kwargs):
-        super().__init__(**kwargs)
         if not isinstance(layer, Layer):
             raise ValueError(f"Layer {layer!r} supplied to SpectralNormalization isn't a supported layer type. "
                              "Please ensure wrapped layer is a valid kgraph layer.")
         if power_iterations <= 0:
             raise ValueError("`power_iterations` should be greater than zero. Received: "
                              f"`power_iterations={power_iterations}`")
-        self.layer = layer
+        super().__init__(layer, **kwargs)
         self.power_iterations = int(power_iterations)
 
     def build(self, input_shape):
@@ -77,11 +77,4 @@ class SpectralNormalization(Layer):
         return self.layer.compute_output_shape(input_shape)
 
     def get_config(self):
-        from kgraph.serialization import serialize_layer
-        return {**super().get_config(), "layer": serialize_layer(self.layer), "power_iterations": self.power_iterations}
-
-    @classmethod
-    def from_config(cls, config, custom_objects=None):
-        from kgraph.serialization import deserialize_layer
-        config = dict(config)
-        return cls(deserialize_layer(config.pop("layer"), custom_objects), **config)
+        return {**super().get_config(), "power_iterations": self.power_iterations}

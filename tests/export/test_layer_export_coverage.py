@@ -25,6 +25,8 @@ UNEXPORTABLE = {
     "Hashing": "hashes strings (FarmHash/SipHash): no standard ONNX op; it stays in the client",
     "StringLookup": "looks strings up in a vocabulary: kgraph's tracing has no string tensors; stays in the client",
     "TextVectorization": "splits and standardizes strings: no standard ONNX ops; it stays in the client",
+    "Wrapper": "the abstract base class of wrappers: a subclass (TimeDistributed) exports by its converter or traced call",
+    "HashedCrossing": "hashes crossed features in Python (FarmHash, wrapping 64-bit arithmetic): it stays in the client",
 }
 
 
@@ -51,6 +53,8 @@ BUILT_HERE = {
     "RandomCrop": lambda: _image(layers.RandomCrop(4, 4)),
     "RandomTranslation": lambda: _image(layers.RandomTranslation(0.2, 0.2)),
     "RandomZoom": lambda: _image(layers.RandomZoom(0.2)),
+    "Pipeline": lambda: _image(layers.Pipeline([layers.Rescaling(0.5), layers.RandomFlip(seed=1), layers.Conv2D(2, 1)])),
+    "MaxNumBoundingBoxes": lambda: _image(layers.MaxNumBoundingBoxes(3)),
 }
 
 
