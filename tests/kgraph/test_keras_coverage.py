@@ -142,18 +142,8 @@ NOT_PROVIDED_LAYERS = {
     "Solarization": _AUGMENT,
 }
 
-_COMPLEX = "complex numbers: kgraph computes in real dtypes, as ONNX does"
 _IMAGE = "not yet supported: an image filter, metric or warp beyond resampling, color spaces, padding and patches"
 NOT_PROVIDED_OPS = {
-    "angle": _COMPLEX,
-    "conj": _COMPLEX,
-    "conjugate": _COMPLEX,
-    "imag": _COMPLEX,
-    "real": _COMPLEX,
-    "isreal": _COMPLEX,
-    "polar": _COMPLEX,
-    "view_as_complex": _COMPLEX,
-    "view_as_real": _COMPLEX,
     "jvp": "kgraph differentiates in reverse mode only (GradientTape); it has no forward-mode products",
     "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
 }
