@@ -64,7 +64,7 @@ def window_values(window, length, periodic=False):
     if not isinstance(window, str):
         values = np.asarray(ops.convert_to_numpy(window), dtype=np.float64)
         if values.shape != (length,):
-            raise ValueError(f"The shape of `window` must be equal to [frame_length]={[length]}. "
+            raise ValueError(f"`window` must hold one value per sample of a frame, shape ({length},). "
                              f"Received: window shape={values.shape}")
         return values
     name = _WINDOW_ALIASES.get(window.lower(), window.lower())

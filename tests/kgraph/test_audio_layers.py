@@ -233,6 +233,17 @@ def test_save_and_load_keep_predictions_and_config(tmp_path):
     assert [layer.get_config() for layer in loaded.layers] == [layer.get_config() for layer in model.layers]
 
 
+@needs_keras
+def test_keras_loads_the_saved_model_and_computes_the_same(tmp_path):
+    import keras
+    model = _audio_model()
+    model.save(tmp_path / "m.keras")
+    theirs = keras.saving.load_model(tmp_path / "m.keras")
+    x = _signals((2, 128, 2))
+    # float32 log spectra and dB values of magnitude up to ~30: Keras's torch convolution rounds differently.
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-5, atol=1e-4)
+
+
 def test_a_layer_from_its_config_computes_the_same():
     layer = L.STFTSpectrogram(mode="psd", frame_length=20, frame_step=5, fft_length=32, window="hamming",
                               expand_dims=True)
@@ -253,6 +264,26 @@ def test_export_parity_at_batch_1_and_3():
                                                                                       "channels_last")]]
     outputs.append(L.MelSpectrogram(fft_length=32, sequence_stride=10, num_mel_bins=6)(L.Reshape((240,))(signals)))
     assert_parity(kgraph.Model(signals, outputs), rtol=1e-5, atol=1e-5, batches=(1, 3))
+
+
+def test_stft_spectrogram_exports_signals_of_any_length():
+    signals = kgraph.Input(shape=(None, 2))
+    outputs = [L.STFTSpectrogram(frame_length=16, frame_step=8)(signals),
+               L.STFTSpectrogram(mode="psd", frame_length=16, frame_step=4, expand_dims=True)(signals)]
+    model = kgraph.Model(signals, outputs)
+    assert [tuple(o.shape) for o in model.outputs] == [(None, None, 18), (None, None, 9, 2)]
+
+    def signals_of_70_samples(name, shape, dtype, rng):
+        return rng.standard_normal((shape[0], 70, 2)).astype(dtype)
+
+    assert_parity(model, sampler=signals_of_70_samples)
+
+
+def test_mel_spectrogram_output_shape_counts_the_centred_frames():
+    # 1 + samples // stride frames (Keras's compute_output_shape says one more when samples + 1 divides evenly).
+    layer = L.MelSpectrogram(fft_length=64, sequence_stride=32, num_mel_bins=8)
+    assert layer.compute_output_shape((2, 511)) == (2, 8, 16) == np.asarray(layer(_signals((2, 511)))).shape
+    assert layer.compute_output_shape((None,)) == (8, None)
 
 
 @pytest.mark.parametrize("kwargs, match", [
