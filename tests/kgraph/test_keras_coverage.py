@@ -134,12 +134,7 @@ NOT_PROVIDED_LAYERS = {
     "TFSMLayer": _FRAMEWORK,
     "TorchModuleWrapper": _FRAMEWORK,
     "AugMix": _AUGMENT,
-    "AutoContrast": _AUGMENT,
-    "ContrastLimitedAdaptiveHistogramEqualization": _AUGMENT,
-    "Equalization": _AUGMENT,
     "RandAugment": _AUGMENT,
-    "RandomPosterization": _AUGMENT,
-    "Solarization": _AUGMENT,
 }
 
 _IMAGE = "not yet supported: an image filter, metric or warp beyond resampling, color spaces, padding and patches"
