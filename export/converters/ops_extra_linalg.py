@@ -13,6 +13,8 @@ UNEXPORTABLE.update({
     "eig": _NO_ONNX.format("eigendecomposition"), "qr": _NO_ONNX.format("QR factorization"),
     "svd": _NO_ONNX.format("singular value decomposition"), "lstsq": _NO_ONNX.format("least-squares solver"),
     "pinv": _NO_ONNX.format("pseudo-inverse (an SVD)"), "matrix_rank": _NO_ONNX.format("rank (an SVD)"),
+    "lu_factor": _NO_ONNX.format("LU factorization"),
+    "jvp": "it differentiates a Python function at run time; ONNX graphs carry values, not derivatives",
 })
 
 

@@ -1,19 +1,21 @@
 """Linear algebra of ``keras.ops.linalg`` on batches of matrices (the last two axes).
 
-``inv``, ``det``, ``slogdet``, ``solve``, ``solve_triangular``, ``cholesky``
-and ``eigh`` (distinct eigenvalues) have gradients; ``qr``, ``svd``, ``eig``,
-``lstsq``, ``pinv`` and ``matrix_rank`` do not.
+``inv``, ``det``, ``slogdet``, ``solve``, ``solve_triangular``, ``cholesky``,
+``eigh`` (distinct eigenvalues) and ``lu_factor`` have gradients; ``qr``,
+``svd``, ``eig``, ``lstsq``, ``pinv`` and ``matrix_rank`` do not. ``jvp`` is a
+Jacobian-vector product of any function, built from reverse-mode passes.
 """
 import numpy as np
 
+from kgraph import backend
 from kgraph import ops as _k
 from kgraph.autodiff import primitive
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import floating
 
 __all__ = [
-    "cholesky", "cholesky_inverse", "det", "eig", "eigh", "inv", "logdet", "lstsq", "matrix_rank", "norm", "pinv",
-    "qr", "slogdet", "solve", "solve_triangular", "svd",
+    "cholesky", "cholesky_inverse", "det", "eig", "eigh", "inv", "jvp", "logdet", "lstsq", "lu_factor", "matrix_rank",
+    "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd",
 ]
 
 
@@ -165,6 +167,110 @@ def eigh(x):
     return (w, v), vjp
 
 
+def _lu_pivoted(a):
+    """LU with partial pivoting of a stack of matrices ``(batch, m, n)``, in place: LAPACK getrf's steps.
+
+    Each step picks the first row of largest magnitude in the column (``|re| + |im|`` for complex, as
+    LAPACK does), swaps it up, scales the column below by the pivot's reciprocal (skipped for a zero pivot,
+    which leaves a zero on U's diagonal) and updates the trailing block. Returns the 0-based pivot rows.
+    """
+    batch, m, n = a.shape
+    k = min(m, n)
+    pivots = np.empty((batch, k), np.int32)
+    rows = np.arange(batch)
+    for j in range(k):
+        column = a[:, j:, j]
+        size = np.abs(column.real) + np.abs(column.imag) if a.dtype.kind == "c" else np.abs(column)
+        p = j + np.argmax(size, axis=1)
+        pivots[:, j] = p
+        top = a[rows, j].copy()
+        a[rows, j] = a[rows, p]
+        a[rows, p] = top
+        pivot = a[:, j, j]
+        nonzero = pivot != 0
+        scale = np.where(nonzero, 1 / np.where(nonzero, pivot, 1), 1)
+        a[:, j + 1:, j] *= scale[:, None]
+        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, None, j, j + 1:]
+    return pivots
+
+
+def _row_order(pivots, m):
+    """The rows of the input in the order of ``L @ U``: ``x[order] = L @ U``, from LAPACK's row swaps."""
+    order = np.broadcast_to(np.arange(m), pivots.shape[:-1] + (m,)).copy()
+    flat_order, flat_pivots = order.reshape(-1, m), pivots.reshape(-1, pivots.shape[-1])
+    rows = np.arange(flat_order.shape[0])
+    for j in range(flat_pivots.shape[1]):
+        p = flat_pivots[:, j]
+        flat_order[rows, j], flat_order[rows, p] = flat_order[rows, p], flat_order[rows, j]
+    return flat_order.reshape(order.shape)
+
+
+def _solve_lower_t(low, b):
+    """``low^-T @ b``."""
+    return np.linalg.solve(_t(low), b)
+
+
+def _times_upper_inv_t(b, up):
+    """``b @ up^-T``."""
+    return _t(np.linalg.solve(up, _t(b)))
+
+
+def _lu_square_vjp(low, up, g_low, g_up):
+    """Cotangent of ``B = L @ U`` (square, unpivoted) from those of the strictly lower ``L`` and upper ``U``.
+
+    From ``L^-1 dB U^-1 = L^-1 dL + dU U^-1`` (strictly lower plus upper part).
+    """
+    phi = np.tril(_t(low) @ g_low, -1) + np.triu(g_up @ _t(up))
+    return _times_upper_inv_t(_solve_lower_t(low, phi), up)
+
+
+def _lu_vjp(lu, order, g):
+    """Cotangent of the input of ``lu_factor`` from that of its packed ``lu`` (wide and tall matrices too).
+
+    A wide input's right block ``B2 = L @ U2`` and a tall input's bottom block ``B2 = L2 @ U`` each add a
+    term to the square block's cotangent and have a cotangent of their own.
+    """
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    low = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=lu.dtype)
+    up = np.triu(lu[..., :k, :])
+    g_low, g_up = np.tril(g[..., :, :k], -1), np.triu(g[..., :k, :])
+    if m < n:
+        g_right = _solve_lower_t(low, g_up[..., k:])
+        g_low = g_low - np.tril(g_right @ _t(up[..., k:]), -1)
+        g_b = np.concatenate([_lu_square_vjp(low, up[..., :k], g_low, g_up[..., :k]), g_right], axis=-1)
+    elif m > n:
+        g_bottom = _times_upper_inv_t(g_low[..., k:, :], up)
+        g_up = g_up - np.triu(_t(low[..., k:, :]) @ g_bottom)
+        g_b = np.concatenate([_lu_square_vjp(low[..., :k, :], up, g_low[..., :k, :], g_up), g_bottom], axis=-2)
+    else:
+        g_b = _lu_square_vjp(low, up, g_low, g_up)
+    g_x = np.empty_like(g_b)
+    np.put_along_axis(g_x, order[..., None], g_b, axis=-2)
+    return g_x
+
+
+@primitive
+def lu_factor(x):
+    """LU factorization with partial pivoting of each matrix (the last two axes, any ``m x n``).
+
+    Returns ``(lu, pivots)`` as Keras's torch backend does: ``lu`` packs the unit lower triangle L (below
+    the diagonal) and U (on and above it), ``pivots`` (int32, 0-based, ``min(m, n)`` per matrix) says which
+    row was swapped with row ``i`` at step ``i``. A singular matrix is factored too (U has a zero on its
+    diagonal; torch raises instead). Integer inputs compute in floatx. The gradient flows from ``lu``.
+    """
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"lu_factor expects matrices: an input of rank 2 or more. Received: x.shape={x.shape}")
+    if x.dtype.kind not in "fc":
+        x = x.astype(backend.floatx())
+    m, n = x.shape[-2:]
+    lu = x.reshape((-1, m, n)).copy()
+    pivots = _lu_pivoted(lu)
+    lu, pivots = lu.reshape(x.shape), pivots.reshape(x.shape[:-2] + (min(m, n),))
+    return (lu, pivots), lambda gs: _lu_vjp(lu, _row_order(pivots, m), gs[0])
+
+
 def eig(x):
     """Eigenvalues and eigenvectors of each square matrix (complex when NumPy finds them so); no gradient."""
     return tuple(np.asarray(a) for a in np.linalg.eig(_k.convert_to_numpy(x)))
@@ -252,3 +358,91 @@ def _matrix_norm(x, ord, axes, keepdims):
         out = {"nuc": s.sum(-1), 2: s.max(-1), -2: s.min(-1)}[ord]
         return np.expand_dims(out, axes) if keepdims else out
     raise ValueError(f"Invalid ord for a matrix norm. Received: ord={ord!r}")
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Jacobian-vector product of ``fun`` at ``primals`` along ``tangents``, exact, from reverse-mode passes.
+
+    kgraph differentiates in reverse mode only, so this runs ``fun`` once on a persistent ``GradientTape``
+    and then one backward pass per element of ``fun``'s float outputs (two per complex element): each pass
+    gives one row of the Jacobian, dotted with the tangents. The cost is that of ``fun`` plus one backward
+    pass per output element; keep outputs small. The results are constants to an enclosing tape.
+
+    Args:
+        fun: a function of ``len(primals)`` arguments returning an array or a nest (tuple, list, dict) of
+            arrays; with ``has_aux``, a pair ``(output, aux)``.
+        primals: a tuple or list of the arguments (arrays, or nests of float arrays).
+        tangents: a tuple or list with the structure and shapes of ``primals``.
+        has_aux: whether ``fun`` returns ``(output, aux)``; ``aux`` is returned unchanged.
+
+    Returns:
+        ``(primals_out, tangents_out)``, or ``(primals_out, tangents_out, aux)`` with ``has_aux``;
+        ``tangents_out`` has the structure, shapes and dtypes of ``primals_out`` (zeros for integer outputs).
+    """
+    from kgraph import tree
+    from kgraph.autodiff import GradientTape, on_tape
+
+    leaves, tangent_leaves = _jvp_leaves(primals, tangents)
+    with GradientTape(persistent=True) as tape:
+        tape.watch(leaves)
+        # TapeArray views, so NumPy operators in fun (``a * b``, ``a[0]``) are recorded too.
+        result = fun(*tree.pack_sequence_as(list(primals), [on_tape(leaf) for leaf in leaves]))
+    if has_aux and not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise ValueError("With has_aux=True, fun must return a pair (output, aux). "
+                         f"Received: type(output)={type(result).__name__}")
+    out, aux = result if has_aux else (result, None)
+    out_leaves = [_plain(o) for o in tree.flatten(out)]
+    tangent_out = [_jvp_of_output(tape, o, leaves, tangent_leaves) for o in tree.flatten(out)]
+    primals_out = tree.pack_sequence_as(out, out_leaves)
+    tangents_out = tree.pack_sequence_as(out, tangent_out)
+    return (primals_out, tangents_out, aux) if has_aux else (primals_out, tangents_out)
+
+
+def _plain(x):
+    """A plain ndarray of an op result (a TapeArray or a Variable becomes its ndarray)."""
+    from kgraph.autodiff import _value
+    return np.asarray(_value(x))
+
+
+def _jvp_leaves(primals, tangents):
+    """Fresh float arrays for the primals (distinct, so the tape tells them apart) and the matching tangents."""
+    from kgraph import tree
+    for name, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, (tuple, list)):
+            raise ValueError(f"jvp takes {name} as a tuple or list of fun's arguments. "
+                             f"Received: type({name})={type(value).__name__}")
+    leaves, tangent_leaves = tree.flatten(list(primals)), tree.flatten(list(tangents))
+    if len(primals) != len(tangents) or len(leaves) != len(tangent_leaves):
+        raise ValueError("jvp needs tangents with the structure of primals. "
+                         f"Received: {len(leaves)} primal arrays, {len(tangent_leaves)} tangent arrays")
+    arrays = [np.array(_plain(_k.convert_to_tensor(p))) for p in leaves]
+    tangent_arrays = [_plain(_k.convert_to_tensor(t)) for t in tangent_leaves]
+    for i, (p, t) in enumerate(zip(arrays, tangent_arrays)):
+        if p.dtype.kind not in "fc":
+            raise ValueError(f"jvp differentiates float or complex primals only. Received: primal {i} of "
+                             f"dtype {p.dtype}")
+        if p.shape != t.shape:
+            raise ValueError(f"jvp needs each tangent to have its primal's shape. Received: primal {i} of "
+                             f"shape {p.shape}, tangent of shape {t.shape}")
+    return arrays, tangent_arrays
+
+
+def _jvp_of_output(tape, out, leaves, tangent_leaves):
+    """``J @ t`` for one output array: one backward pass per element (two for a complex element).
+
+    A cotangent ``c`` of a complex input (``dL/dx - i dL/dy``) turns a tangent ``t`` into ``Re(sum(c * t))``;
+    a complex output is its real part's product plus ``i`` times its imaginary part's (seeded with ``-i``).
+    """
+    value = _plain(out)
+    if value.dtype.kind not in "fc":
+        return np.zeros_like(value)
+    seeds = (1, -1j) if value.dtype.kind == "c" else (1,)
+    flat = np.zeros(value.size, np.complex128 if value.dtype.kind == "c" else np.float64)
+    for i in range(value.size):
+        for unit, seed in zip((1, 1j), seeds):
+            one_hot = np.zeros(value.size, value.dtype)
+            one_hot[i] = seed
+            grads = tape.gradient(out, leaves, output_gradients=one_hot.reshape(value.shape),
+                                  unconnected_gradients="zero")
+            flat[i] += unit * sum(np.real(np.sum(g * t)) for g, t in zip(grads, tangent_leaves))
+    return flat.reshape(value.shape).astype(value.dtype)

@@ -139,8 +139,6 @@ NOT_PROVIDED_LAYERS = {
 
 _IMAGE = "not yet supported: an image filter, metric or warp beyond resampling, color spaces, padding and patches"
 NOT_PROVIDED_OPS = {
-    "jvp": "kgraph differentiates in reverse mode only (GradientTape); it has no forward-mode products",
-    "lu_factor": "NumPy has no LU factorization, and Keras's backends number its pivots differently",
 }
 
 NAMESPACES = {"nn": KERAS_OPS_NN, "numpy": KERAS_OPS_NUMPY, "linalg": KERAS_OPS_LINALG, "image": KERAS_OPS_IMAGE}
