@@ -133,8 +133,6 @@ NOT_PROVIDED_LAYERS = {
     "JaxLayer": _FRAMEWORK,
     "TFSMLayer": _FRAMEWORK,
     "TorchModuleWrapper": _FRAMEWORK,
-    "AugMix": _AUGMENT,
-    "RandAugment": _AUGMENT,
 }
 
 _IMAGE = "not yet supported: an image filter, metric or warp beyond resampling, color spaces, padding and patches"
