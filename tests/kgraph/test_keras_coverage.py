@@ -127,7 +127,6 @@ KERAS_OPS_IMAGE = (
 )
 
 _FRAMEWORK = "wraps a model of another framework (JAX, Flax, TensorFlow, PyTorch); kgraph runs NumPy only"
-_AUGMENT = "not yet supported: an image augmentation layer"
 NOT_PROVIDED_LAYERS = {
     "FlaxLayer": _FRAMEWORK,
     "JaxLayer": _FRAMEWORK,
@@ -135,9 +134,7 @@ NOT_PROVIDED_LAYERS = {
     "TorchModuleWrapper": _FRAMEWORK,
 }
 
-_IMAGE = "not yet supported: an image filter, metric or warp beyond resampling, color spaces, padding and patches"
-NOT_PROVIDED_OPS = {
-}
+NOT_PROVIDED_OPS = {}
 
 NAMESPACES = {"nn": KERAS_OPS_NN, "numpy": KERAS_OPS_NUMPY, "linalg": KERAS_OPS_LINALG, "image": KERAS_OPS_IMAGE}
 
