@@ -82,6 +82,11 @@ def lookup_op(operation, opset):
     """The converter for an op node's ``operation`` at ``opset``; raises ConverterNotFoundError naming the op."""
     variants = _OP_CONVERTERS.get(operation.op_name)
     if not variants:
+        from export.converters.ops import UNEXPORTABLE
+        reason = UNEXPORTABLE.get(operation.op_name)
+        if reason:
+            raise ConverterNotFoundError(
+                f"Operation '{operation.name}' (kgraph.ops.{operation.op_name}) cannot be exported to ONNX: {reason.rstrip('.')}.")
         raise ConverterNotFoundError(
             f"Operation '{operation.name}' (kgraph.ops.{operation.op_name}) has no ONNX converter. Register one "
             f"with `@export.registry.op_converter('{operation.op_name}', opset=13)`.")
