@@ -1,9 +1,9 @@
 """Complex numbers of ``keras.ops``: real and imaginary parts, conjugate, angle, polar form, the ``(..., 2)`` view.
 
 Values are NumPy's complex64/complex128 arrays. On a real input, ``real`` and
-``conj`` are copies, ``imag`` is zeros and ``angle`` is pi where ``x < 0``
-(NaN stays NaN), as Keras's NumPy backend computes them (its torch backend
-refuses ``imag`` and ``view_as_real`` of a real tensor).
+``conj`` are copies and ``angle`` is pi where ``x < 0`` (0 at -0.0 as torch
+gives, NaN at NaN); ``imag`` is zeros and ``view_as_real`` pairs ``x`` with
+zeros, as Keras's NumPy backend computes them (its torch backend refuses both).
 
 Gradients: a real loss's cotangent for a complex array ``z = x + iy`` is
 ``dL/dx - i dL/dy`` (JAX's convention). With it, the vector-Jacobian product

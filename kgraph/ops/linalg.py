@@ -7,9 +7,9 @@ Jacobian-vector product of any function, built from reverse-mode passes.
 """
 import numpy as np
 
-from kgraph import backend
+from kgraph import backend, tree
 from kgraph import ops as _k
-from kgraph.autodiff import primitive
+from kgraph.autodiff import GradientTape, _value, on_tape, primitive
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import floating
 
@@ -211,8 +211,8 @@ def _solve_lower_t(low, b):
 
 
 def _times_upper_inv_t(b, up):
-    """``b @ up^-T``."""
-    return _t(np.linalg.solve(up, _t(b)))
+    """``b @ up^-T`` (NaN for a singular ``up``: the factorization is not differentiable there)."""
+    return _t(_nan_where_singular(np.linalg.solve, up, _t(b)))
 
 
 def _lu_square_vjp(low, up, g_low, g_up):
@@ -257,7 +257,8 @@ def lu_factor(x):
     Returns ``(lu, pivots)`` as Keras's torch backend does: ``lu`` packs the unit lower triangle L (below
     the diagonal) and U (on and above it), ``pivots`` (int32, 0-based, ``min(m, n)`` per matrix) says which
     row was swapped with row ``i`` at step ``i``. A singular matrix is factored too (U has a zero on its
-    diagonal; torch raises instead). Integer inputs compute in floatx. The gradient flows from ``lu``.
+    diagonal; torch raises instead). Integer inputs compute in floatx. The gradient flows from ``lu``
+    (NaN for a singular matrix, where the factors are not differentiable).
     """
     x = np.asarray(x)
     if x.ndim < 2:
@@ -379,11 +380,8 @@ def jvp(fun, primals, tangents, has_aux=False):
         ``(primals_out, tangents_out)``, or ``(primals_out, tangents_out, aux)`` with ``has_aux``;
         ``tangents_out`` has the structure, shapes and dtypes of ``primals_out`` (zeros for integer outputs).
     """
-    from kgraph import tree
-    from kgraph.autodiff import GradientTape, on_tape
-
     leaves, tangent_leaves = _jvp_leaves(primals, tangents)
-    with GradientTape(persistent=True) as tape:
+    with GradientTape(persistent=True, watch_accessed_variables=False) as tape:
         tape.watch(leaves)
         # TapeArray views, so NumPy operators in fun (``a * b``, ``a[0]``) are recorded too.
         result = fun(*tree.pack_sequence_as(list(primals), [on_tape(leaf) for leaf in leaves]))
@@ -391,22 +389,21 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise ValueError("With has_aux=True, fun must return a pair (output, aux). "
                          f"Received: type(output)={type(result).__name__}")
     out, aux = result if has_aux else (result, None)
-    out_leaves = [_plain(o) for o in tree.flatten(out)]
-    tangent_out = [_jvp_of_output(tape, o, leaves, tangent_leaves) for o in tree.flatten(out)]
-    primals_out = tree.pack_sequence_as(out, out_leaves)
-    tangents_out = tree.pack_sequence_as(out, tangent_out)
-    return (primals_out, tangents_out, aux) if has_aux else (primals_out, tangents_out)
+    primals_out = tree.map_structure(_plain, out)
+    tangents_out = tree.pack_sequence_as(out, [_jvp_of_output(tape, o, leaves, tangent_leaves)
+                                               for o in tree.flatten(out)])
+    if not has_aux:
+        return primals_out, tangents_out
+    return primals_out, tangents_out, tree.map_structure(lambda v: _plain(v) if isinstance(v, np.ndarray) else v, aux)
 
 
 def _plain(x):
     """A plain ndarray of an op result (a TapeArray or a Variable becomes its ndarray)."""
-    from kgraph.autodiff import _value
     return np.asarray(_value(x))
 
 
 def _jvp_leaves(primals, tangents):
     """Fresh float arrays for the primals (distinct, so the tape tells them apart) and the matching tangents."""
-    from kgraph import tree
     for name, value in (("primals", primals), ("tangents", tangents)):
         if not isinstance(value, (tuple, list)):
             raise ValueError(f"jvp takes {name} as a tuple or list of fun's arguments. "

@@ -55,6 +55,12 @@ def test_lu_factor_of_singular_and_integer_matrices():
     assert lu.dtype == np.float32
     np.testing.assert_array_equal(lu, [[2, 4], [0.5, 0]])
     np.testing.assert_array_equal(pivots, [1, 1])
+    stack = np.array([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]]])
+    with GradientTape() as tape:
+        tape.watch(stack)
+        loss = ops.sum(ops.lu_factor(stack)[0])
+    grad = tape.gradient(loss, stack)
+    assert np.isnan(grad[0]).all() and np.isfinite(grad[1]).all()  # only the singular matrix has no gradient
     with pytest.raises(ValueError, match="rank 2 or more.*x.shape=\\(3,\\)"):
         ops.lu_factor(np.ones(3))
 
