@@ -145,8 +145,11 @@ def log1p(x):
 
 @primitive
 def abs(x):
-    """Elementwise absolute value (gradient 0 at 0)."""
-    return np.abs(x), lambda g: g * np.sign(x)
+    """Elementwise absolute value (gradient 0 at 0; ``conj(z) / |z|`` for a complex ``z``)."""
+    out = np.abs(x)
+    if np.iscomplexobj(x):
+        return out, lambda g: g * np.conj(x) / np.where(out == 0, 1, out)
+    return out, lambda g: g * np.sign(x)
 
 
 absolute = abs

@@ -13,7 +13,7 @@ from kgraph.operation import Operation, any_symbolic
 
 _FUNCTIONS = {}
 _CLASSES = {}
-_CLASS_NAMES = {"getitem": "GetItem", "true_divide": "TrueDivide", "logsumexp": "Logsumexp"}
+_CLASS_NAMES = {"getitem": "GetItem", "true_divide": "TrueDivide", "logsumexp": "Logsumexp", "jvp": "JVP"}
 
 
 def class_name(op_name):

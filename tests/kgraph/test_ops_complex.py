@@ -127,6 +127,18 @@ def test_gradient_of_a_complex_source_is_conjugate_of_the_real_gradient():
     np.testing.assert_allclose(tape.gradient(loss, z), np.full(z.shape, 3 - 2j))
 
 
+def test_abs_of_a_complex_number_differentiates_its_modulus():
+    z = Z128.copy()
+    with GradientTape() as tape:
+        tape.watch(z)
+        loss = ops.sum(ops.abs(z))
+    # d|z|/dx - i d|z|/dy = (x - iy) / |z|, and 0 at 0
+    modulus = np.abs(z)
+    expected = np.conj(z) / np.where(modulus == 0, 1, modulus)
+    np.testing.assert_allclose(tape.gradient(loss, z), expected, rtol=1e-12)
+    check_gradients(lambda xs: ops.abs(ops.polar(xs[0], xs[1]) * (1.5 - 0.5j)), [R + 2.0, T], rtol=1e-5, atol=1e-7)
+
+
 def test_symbolic_calls_build_models():
     z = kgraph.Input((3,), dtype="complex64")
     outs = [ops.real(z), ops.imag(z), ops.conj(z), ops.angle(z), ops.isreal(z), ops.view_as_real(z)]
