@@ -1,4 +1,9 @@
-"""Random image augmentation layers: active only when called with ``training=True``, identities otherwise."""
+"""Random image augmentation layers.
+
+As in Keras 3, ``training`` defaults to True: a direct call (a data pipeline,
+``model(x)``) augments; ``fit`` passes ``training=True``, and ``predict``,
+``evaluate`` and the exporter pass ``training=False``, where they are identities.
+"""
 import math
 
 import numpy as np
@@ -25,7 +30,8 @@ def factor_range(name, factor, bounds):
 
 
 class _RandomLayer(Layer):
-    """Shared state of the random layers: seed, generator, data format; ``call`` runs ``augment`` in training."""
+    """Shared state of the random layers: seed, generator, data format; ``call`` runs ``augment`` in training
+    (the default, as in Keras)."""
 
     _preserves_dtype = True
 
@@ -39,7 +45,7 @@ class _RandomLayer(Layer):
     def rng(self):
         return self._rng or generator()
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=True):
         if not training:
             return inputs
         spatial_axes(len(inputs.shape), self.data_format)  # a rank other than 3 or 4 is a clear error
@@ -266,7 +272,7 @@ class RandomCrop(_RandomLayer):
         super().__init__(seed=seed, data_format=data_format, name=name, **kwargs)
         self.height, self.width = int(height), int(width)
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=True):
         h_axis, w_axis = spatial_axes(len(inputs.shape), self.data_format)
         in_h, in_w = inputs.shape[h_axis], inputs.shape[w_axis]
         if training and in_h >= self.height and in_w >= self.width:

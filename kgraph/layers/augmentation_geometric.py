@@ -64,7 +64,7 @@ def box_mask(box, height, width):
 class _ImagesOrDict:
     """Lets a random image layer take Keras's dict form: the images are transformed, the labels kept."""
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=True):
         images, labels = split_inputs(self, inputs)
         return join_outputs(inputs, super().call(images, training), labels)
 

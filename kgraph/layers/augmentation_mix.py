@@ -30,7 +30,7 @@ def mix_labels(labels, weight, order, dtype):
 class _BatchMix(_RandomLayer):
     """Shared call of the mixing layers: ``mix(images, labels)`` on a batch, in training only."""
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=True):
         images, labels = split_inputs(self, inputs)
         spatial_axes(len(images.shape), self.data_format)  # a rank other than 3 or 4 is a clear error
         if training and len(images.shape) == 4:

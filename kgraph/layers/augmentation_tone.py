@@ -55,7 +55,7 @@ class _ToneCurve(_RandomLayer):
     def __init__(self, data_format=None, **kwargs):
         super().__init__(seed=None, data_format=data_format, **kwargs)
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=True):
         return super().call(inputs, training=bool(training) or not self.training_only)
 
     def get_config(self):

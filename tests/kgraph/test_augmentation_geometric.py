@@ -44,7 +44,8 @@ def _replay(twin, shape):
 @pytest.mark.parametrize("make", LAYERS)
 def test_identity_at_inference_seeded_in_training(make):
     x = _images()
-    np.testing.assert_array_equal(make(1)(x), x)
+    np.testing.assert_array_equal(make(1)(x, training=False), x)
+    np.testing.assert_array_equal(make(1)(x), make(1)(x, training=True))  # training defaults to True
     first = make(1)(x, training=True)
     assert first.shape == x.shape and first.dtype == np.float32
     assert not np.allclose(first, x)

@@ -88,8 +88,8 @@ def test_cutmix_pasted_pixels_form_one_rectangle_of_the_partner():
 @pytest.mark.parametrize("make", [lambda: L.MixUp(alpha=0.5, seed=3), lambda: L.CutMix(seed=3)])
 def test_identity_at_inference_and_for_single_images_channels_first_follows(make):
     x, y = _batch()
-    np.testing.assert_array_equal(make()(x), x)
-    out = make()({"images": x, "labels": y})
+    np.testing.assert_array_equal(make()(x, training=False), x)
+    out = make()({"images": x, "labels": y}, training=False)
     np.testing.assert_array_equal(out["images"], x)
     np.testing.assert_array_equal(out["labels"], y)
     np.testing.assert_allclose(make()(x[0], training=True), x[0], atol=1e-4)

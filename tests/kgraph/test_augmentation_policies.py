@@ -18,7 +18,8 @@ def _images(shape=(3, 8, 8, 3), seed=0):
 def test_policies_are_identities_at_inference_and_seeded_in_training(make):
     x = _images()
     layer = make()
-    np.testing.assert_array_equal(layer(x), x)
+    np.testing.assert_array_equal(layer(x, training=False), x)
+    assert not np.array_equal(layer(x), x)  # training defaults to True, as in Keras
     once, again = make()(x, training=True), make()(x, training=True)
     np.testing.assert_array_equal(once, again)
     assert once.shape == x.shape and once.dtype == np.float32 and not np.allclose(once, x)

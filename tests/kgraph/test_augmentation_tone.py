@@ -194,9 +194,9 @@ def test_clahe_matches_a_pixel_by_pixel_reference(shape, grid, clip_limit):
 def test_which_layers_act_at_inference():
     x = _images()
     for layer in (L.RandomPosterization(2), L.Solarization(), L.Equalization()):
-        np.testing.assert_array_equal(layer(x), x)
         np.testing.assert_array_equal(layer(x, training=False), x)
         assert not np.allclose(layer(x, training=True), x)
+        assert not np.allclose(layer(x), x)  # training defaults to True, as in Keras
     for layer in (L.AutoContrast(), CLAHE(tile_grid_size=(2, 2))):
         assert not np.allclose(layer(x), x)
         np.testing.assert_array_equal(layer(x, training=False), layer(x, training=True))

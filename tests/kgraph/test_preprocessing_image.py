@@ -70,7 +70,7 @@ AUGMENTATIONS = [
 def test_augmentation_is_identity_at_inference_and_seeded_in_training(make):
     x = _images((4, 6, 8, 2))
     layer = make(7)
-    assert layer(x) is x and layer(x, training=False) is x
+    assert layer(x, training=False) is x and not np.array_equal(layer(x), x)  # training defaults to True
     first, again = make(7)(x, training=True), make(7)(x, training=True)
     np.testing.assert_array_equal(first, again)
     assert first.shape == x.shape and not np.array_equal(first, x)
@@ -111,7 +111,7 @@ def test_augmentations_do_what_they_say():
     crop = L.RandomCrop(4, 5, seed=0)
     out = crop(x, training=True)
     assert any(np.array_equal(out, x[:, i:i + 4, j:j + 5]) for i in range(3) for j in range(2))
-    np.testing.assert_allclose(crop(x), L.Resizing(4, 5, crop_to_aspect_ratio=True)(x), atol=1e-4)
+    np.testing.assert_allclose(crop(x, training=False), L.Resizing(4, 5, crop_to_aspect_ratio=True)(x), atol=1e-4)
 
 
 def test_augmentation_trains_in_a_model_and_round_trips(tmp_path):
@@ -179,3 +179,15 @@ def test_image_and_normalization_gradients_match_finite_differences(make):
     x = np.random.default_rng(1).normal(size=(2, 4, 4, 2))
     # A fresh layer per call: the same seed gives the same random transform every time.
     check_gradients(lambda xs: make()(xs[0], training=True), [x])
+
+
+def test_training_defaults_to_true_as_in_keras_so_pipelines_augment_and_predict_does_not():
+    x = _images((4, 8, 8, 3))
+    pipeline = kgraph.Sequential([kgraph.Input((8, 8, 3)), L.RandomRotation(0.3, seed=1), L.RandomFlip(seed=2)])
+    assert not np.allclose(pipeline(x), x)  # a direct call augments, as a Keras data pipeline does
+    np.testing.assert_array_equal(pipeline(x, training=False), x)
+    np.testing.assert_array_equal(pipeline.predict(x, verbose=0), x)
+    inp = kgraph.Input((8, 8, 3))
+    model = kgraph.Model(inp, L.RandomZoom(0.3, seed=3)(inp))
+    assert not np.allclose(model(x), x)
+    np.testing.assert_array_equal(model.predict(x, verbose=0), x)
