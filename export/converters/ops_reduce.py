@@ -68,12 +68,14 @@ def _arg_extremum(op_type):
         x = operand(ctx, args["x"])
         keepdims = bool(args["keepdims"])
         if args["axis"] is not None:
-            return ctx.op(op_type, [x], axis=int(args["axis"]), keepdims=int(keepdims))
-        y = ctx.op(op_type, [flatten(ctx, x)], axis=0, keepdims=0)
-        if keepdims:
-            y = ctx.op("Reshape", [y, ctx.const(int64([1] * ctx.input_rank()), name="ones_shape")])
-        return y
-    convert.__doc__ = f"{op_type} (first index among ties, as NumPy) over ``axis`` or the flattened input."
+            y = ctx.op(op_type, [x], axis=int(args["axis"]), keepdims=int(keepdims))
+        else:
+            y = ctx.op(op_type, [flatten(ctx, x)], axis=0, keepdims=0)
+            if keepdims:
+                y = ctx.op("Reshape", [y, ctx.const(int64([1] * ctx.input_rank()), name="ones_shape")])
+        return ctx.op("Cast", [y], to=onnx_dtype("int32"))
+    convert.__doc__ = (f"{op_type} (first index among ties, as NumPy) over ``axis`` or the flattened input, "
+                       "cast to int32 as Keras returns it.")
     return convert
 
 

@@ -484,14 +484,14 @@ def round(x, decimals=0):
 
 @_no_gradient
 def argmax(x, axis=None, keepdims=False):
-    """Index of the maximum along ``axis`` (of the flattened array when None)."""
-    return np.argmax(x, axis=axis, keepdims=keepdims)
+    """Index (int32, as Keras) of the maximum along ``axis`` (of the flattened array when None)."""
+    return np.argmax(x, axis=axis, keepdims=keepdims).astype(np.int32)
 
 
 @_no_gradient
 def argmin(x, axis=None, keepdims=False):
-    """Index of the minimum along ``axis`` (of the flattened array when None)."""
-    return np.argmin(x, axis=axis, keepdims=keepdims)
+    """Index (int32, as Keras) of the minimum along ``axis`` (of the flattened array when None)."""
+    return np.argmin(x, axis=axis, keepdims=keepdims).astype(np.int32)
 
 
 equal = _no_gradient(np.equal)

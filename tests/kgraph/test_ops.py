@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
+import kgraph
 from kgraph import ops
 from kgraph.autodiff import GradientTape
 from tests.gradcheck import check_gradients
@@ -370,6 +371,9 @@ def test_ops_without_gradient():
     np.testing.assert_array_equal(ops.sign(x), [-1, 0, 1])
     np.testing.assert_array_equal(ops.argmax(np.array([[1, 5, 2], [7, 0, 1]]), axis=1), [1, 0])
     np.testing.assert_array_equal(ops.argmin(np.array([3, 1, 2])), 1)
+    # Keras returns int32 indices, also for a symbolic call.
+    assert ops.argmax(x).dtype == ops.argmin(x, keepdims=True).dtype == np.int32
+    assert ops.argmax(kgraph.Input((3,)), axis=-1).dtype == "int32"
     np.testing.assert_array_equal(ops.greater(x, 0), [False, False, True])
     np.testing.assert_array_equal(ops.equal(x, 0.0), [False, True, False])
     np.testing.assert_array_equal(ops.floor(x), [-2, 0, 2])
