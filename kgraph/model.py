@@ -1,6 +1,8 @@
 """Model: a Layer that groups layers and trains them; ``Model(inputs, outputs)`` is a Functional."""
 import json
 
+import numpy as np
+
 from kgraph.layer import Layer
 from kgraph.trainer import Trainer
 
@@ -67,6 +69,30 @@ class Model(Trainer, Layer):
         from kgraph.saving import save_model
         save_model(self, filepath, overwrite=overwrite)
 
+    def export(self, filepath, format="onnx", verbose=None, input_signature=None, opset_version=None, **kwargs):
+        """Write the inference graph to ``filepath`` as ONNX, as Keras's ``model.export(..., format="onnx")`` does.
+
+        ONNX is kgraph's export format, so it is also the default (Keras defaults to ``"tf_saved_model"``, which
+        needs TensorFlow). ``opset_version`` picks the opset (the exporter's default when None);
+        ``input_signature``, if given, must describe the model's own inputs (one spec per input, shapes
+        compatible, same dtypes): the exported graph keeps the model's unknown dimensions dynamic. Returns the
+        ``onnx.ModelProto``.
+        """
+        if format != "onnx":
+            raise ValueError(f"Unrecognized format={format!r}. kgraph exports ONNX only: use format='onnx' (serve "
+                             "the file with `python -m serve`, or write a Triton repository with "
+                             "`python -m export model.pkl --triton-repo DIR`).")
+        if kwargs:
+            raise ValueError(f"Unexpected arguments for ONNX export: {sorted(kwargs)}. Expected `verbose`, "
+                             "`input_signature` and `opset_version`.")
+        if input_signature is not None:
+            _check_input_signature(self, input_signature)
+        from export import to_onnx
+        proto = to_onnx(self, str(filepath), opset=opset_version)
+        if verbose is None or verbose:
+            print(f"Saved artifact at '{filepath}'.")
+        return proto
+
     def save_weights(self, filepath, overwrite=True):
         from kgraph.saving import save_weights
         save_weights(self, filepath, overwrite=overwrite)
@@ -74,3 +100,30 @@ class Model(Trainer, Layer):
     def load_weights(self, filepath):
         from kgraph.saving import load_weights
         load_weights(self, filepath)
+
+
+def _check_input_signature(model, signature):
+    """Raise a ValueError unless ``signature`` (specs with ``shape`` and ``dtype``) matches ``model.inputs``."""
+    from kgraph import tree
+    specs = tree.flatten(signature)
+    inputs = getattr(model, "inputs", None)
+    if not inputs:
+        raise ValueError(f"Model '{model.name}' has no symbolic inputs to check `input_signature` against; "
+                         "call it on data once, or export without `input_signature`.")
+    if len(specs) != len(inputs):
+        raise ValueError(f"`input_signature` has {len(specs)} specs but model '{model.name}' has {len(inputs)} "
+                         "inputs.")
+    for spec, tensor in zip(specs, inputs):
+        shape = getattr(spec, "shape", None)
+        if shape is None:
+            raise ValueError(f"Each `input_signature` entry needs a `shape` (an InputSpec, KerasTensor or array). "
+                             f"Received: {spec!r}")
+        shape, expected = tuple(shape), tuple(tensor.shape)
+        if len(shape) != len(expected) or any(a is not None and b is not None and a != b
+                                              for a, b in zip(shape, expected)):
+            raise ValueError(f"`input_signature` shape {shape} does not match input '{tensor.name}' of shape "
+                             f"{expected}.")
+        dtype = getattr(spec, "dtype", None)
+        if dtype is not None and str(np.dtype(dtype)) != str(np.dtype(tensor.dtype)):
+            raise ValueError(f"`input_signature` dtype {dtype} does not match input '{tensor.name}' of dtype "
+                             f"{tensor.dtype}.")
