@@ -45,7 +45,8 @@ def layer_from_keras(data, custom_objects, path="config"):
     for key in (class_name, registered):
         # custom_objects, or a class the user registered (register_keras_serializable) under the file's name
         if key in custom_objects or (key == registered and key and get_registered_object(key) is not None):
-            return {"class_name": key, "config": _value(data["config"], custom_objects, path)}
+            return _with_build_config({"class_name": key, "config": _value(data["config"], custom_objects, path)},
+                                      data)
     if _module(data).startswith(("keras.src.ops.", "keras.ops")):
         if get_op_class(class_name) is None:
             raise _unknown("operation class", data, path)
@@ -64,7 +65,17 @@ def layer_from_keras(data, custom_objects, path="config"):
         functions = {k: v for k, v in config.items() if _is_object(v) and v["class_name"] == "function"}
         config = {k: v for k, v in config.items() if k not in functions}
     config = _value(config, custom_objects, f"{path}['{class_name}']")
-    return {"class_name": class_name, "config": {**_supported_arguments(cls, config, path), **functions}}
+    out = {"class_name": class_name, "config": {**_supported_arguments(cls, config, path), **functions}}
+    return out if cls.__module__.startswith("kgraph.") else _with_build_config(out, data)
+
+
+def _with_build_config(out, data):
+    """A user's layer or subclassed model keeps Keras's ``build_config`` input shape: built from it, its
+    sub-layers have their weights before the weights file is read."""
+    shape = (data.get("build_config") or {}).get("input_shape")
+    if shape is not None:
+        out["build_config"] = {"input_shape": shape}
+    return out
 
 
 def _without_zero_output_for_mask(config):

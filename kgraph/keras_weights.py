@@ -86,7 +86,45 @@ def _groups(layer, prefix):
     if isinstance(layer, GroupQueryAttention):
         return [(prefix, _own(layer))] + [group for name in _GROUPED_ATTENTION_LAYERS if hasattr(layer, name)
                                           for group in _groups(getattr(layer, name), _join(prefix, f"_{name}"))]
+    if not type(layer).__module__.startswith("kgraph."):
+        return [(prefix, _own(layer))] + _attribute_children(layer, prefix)
     return [(prefix, _own(layer))]
+
+
+def _attribute_children(layer, prefix):
+    """The groups of the layers a user's layer or subclassed model keeps in attributes, at Keras's paths.
+
+    Keras walks a layer's attributes by name, public ones first, each sorted (``_x`` after ``z``), and saves a
+    sub-layer under its attribute name and a list, tuple or dict of layers as a container (class names, numbered).
+    """
+    base = _base_attributes(layer)
+    groups, seen = [], set()
+    for attr in sorted(vars(layer), key=lambda name: f"~{name}" if name.startswith("_") else name):
+        value = vars(layer)[attr]
+        if attr in base or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Layer):
+            groups.extend(_groups(value, _join(prefix, attr)))
+        elif isinstance(value, (list, tuple, dict)):
+            members = list(value.values()) if isinstance(value, dict) else list(value)
+            if any(isinstance(member, Layer) for member in members):
+                groups.extend(_container([m for m in members if isinstance(m, Layer)], _join(prefix, attr)))
+    return groups
+
+
+def _base_attributes(layer):
+    """Attribute names every kgraph Layer (or Model) has: they hold no user sub-layers."""
+    from kgraph.model import Model
+    from kgraph.tracing import scratch
+    base = Model if isinstance(layer, Model) else Layer
+    if base not in _BASE_ATTRIBUTES:
+        with scratch():  # the bare instance's auto-name is given back
+            _BASE_ATTRIBUTES[base] = set(vars(base()))
+    return _BASE_ATTRIBUTES[base]
+
+
+_BASE_ATTRIBUTES = {}
 
 
 def weight_groups(model):
@@ -104,12 +142,13 @@ def weight_groups(model):
 def read_weights(model, payload, source):
     """Set ``model``'s weights from the bytes of ``model.weights.h5``; shapes and counts are checked first."""
     h5py = h5py_module()
-    values = {}
+    values, read = {}, set()
     try:
         with h5py.File(io.BytesIO(payload), "r") as f:
             for path, variables in weight_groups(model):
                 if not variables:
                     continue
+                read.add(_join(path, "vars"))
                 group = _follow(f, _join(path, "vars"), source, h5py)
                 keys = sorted(group.keys(), key=_index) if isinstance(group, h5py.Group) else []
                 if keys != [str(i) for i in range(len(variables))]:
@@ -119,9 +158,26 @@ def read_weights(model, payload, source):
                 for key, variable in zip(keys, variables):
                     dataset = _follow(group, key, source, h5py)
                     values[id(variable)] = _dataset(dataset, variable, f"{path}/vars/{key}", source, h5py)
+            unread = sorted(name for name in _weight_groups_in(f, h5py) if name not in read)
+            if unread:
+                raise ValueError(f"Cannot load '{source}': its {WEIGHTS} holds weights the model has no place for, "
+                                 f"at {unread[:5]}: the rebuilt model has fewer weights than the saved one (a layer "
+                                 "that is not built, or a different architecture).")
     except OSError as err:
         raise ValueError(f"Cannot load '{source}': its {WEIGHTS} is not a readable HDF5 file ({err}).") from None
     model.set_weights([values[id(v)] for v in model.weights])
+
+
+def _weight_groups_in(f, h5py):
+    """The ``.../vars`` groups of the file that hold at least one weight (the optimizer's state aside)."""
+    found = []
+
+    def visit(name, node):
+        if name.endswith("vars") and name.split("/")[-1] == "vars" and isinstance(node, h5py.Group) and len(node) \
+                and not name.startswith("optimizer/"):
+            found.append(name)
+    f.visititems(visit)
+    return found
 
 
 def _follow(node, path, source, h5py):

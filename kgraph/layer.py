@@ -217,7 +217,28 @@ class Layer(Operation):
 
     # ----- building and calling -------------------------------------------
     def build(self, input_shape):
+        """Keras's default: a user's layer (or subclassed model) that keeps unbuilt sub-layers builds them by
+        running ``call`` once on KerasTensors of ``input_shape`` (nothing of that run stays in any graph)."""
+        if not type(self).__module__.startswith("kgraph.") and \
+                any(not layer.built for layer in self._flatten_layers(include_self=False)):
+            self._build_sublayers_symbolically(input_shape)
         self.built = True
+
+    def _build_sublayers_symbolically(self, input_shape):
+        from kgraph.input_layer import Input
+        from kgraph.tracing import scratch
+
+        def tensors(shape):
+            if isinstance(shape, (tuple, list)) and all(d is None or isinstance(d, (int, np.integer)) for d in shape):
+                return Input(batch_shape=tuple(shape), dtype=self.compute_dtype)
+            if isinstance(shape, dict):
+                return {k: tensors(v) for k, v in shape.items()}
+            return [tensors(s) for s in shape]
+        try:
+            with scratch():
+                self.call(tensors(input_shape))
+        except Exception:  # noqa: BLE001 - a call that cannot run symbolically builds its sub-layers on data later
+            pass
 
     def _maybe_build(self, args):
         if self.built:

@@ -82,3 +82,24 @@ class SortsWithNumPy(kgraph.layers.Layer):
 
     def call(self, inputs):
         return np.sort(inputs, axis=-1)
+
+
+class ResidualBlock(kgraph.layers.Layer):
+    """Sub-layers kept in attributes: one layer, a list of layers and a Sequential (weights saved by attribute)."""
+
+    def __init__(self, units=4, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.proj = kgraph.layers.Dense(units)
+        self.norms = [kgraph.layers.LayerNormalization(), kgraph.layers.LayerNormalization()]
+        self.ffn = kgraph.Sequential([kgraph.layers.Dense(units, activation="relu"), kgraph.layers.Dense(units)])
+
+    def call(self, x):
+        h = self.norms[0](x + self.proj(x))
+        return self.norms[1](h + self.ffn(h))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
