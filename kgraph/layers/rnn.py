@@ -103,7 +103,7 @@ class RNN(Layer):
         return self._zeros(sequences, self._output_size)
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
-        batch, timesteps = sequences.shape[0], sequences.shape[1]
+        timesteps = sequences.shape[1]
         if timesteps is None:
             raise TypeError(f"RNN layer '{self.name}' steps its cell once per timestep, so tracing it (for export) "
                             "needs a fixed number of timesteps. Expected an input such as Input(shape=(T, features)). "
