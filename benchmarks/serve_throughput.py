@@ -167,7 +167,7 @@ def _summary(latencies: list[float], errors: int, duration: float) -> dict:
     }
 
 
-async def _drive(port: int, request: bytes, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
+async def drive_rest(port: int, request: bytes, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
     latencies: list[float] = []
     errors = 0
     sent_count = 0
@@ -258,7 +258,7 @@ def loadgen_main(args: argparse.Namespace) -> None:
         result = asyncio.run(_drive_grpc(f"127.0.0.1:{args.port}", concurrency, duration, warmup, limit))
     else:
         request = Path(args.request_file).read_bytes()
-        result = asyncio.run(_drive(args.port, request, concurrency, duration, warmup, limit))
+        result = asyncio.run(drive_rest(args.port, request, concurrency, duration, warmup, limit))
     if limit:
         result["rps"] = float("nan")
     print(json.dumps(result))

@@ -16,7 +16,15 @@ from serve.config import RepositoryError
 from serve.control import MODES, ModelControl, Restriction
 from serve.grpc_server import GrpcServer, InferenceServicer
 from serve.repository import Repository, model_names
-from serve.runtime import DEVICES, InferencePool, RuntimeSetupError, default_threads, select_providers
+from serve.runtime import (
+    CUDA_DEFAULTS,
+    InferencePool,
+    RuntimeSetupError,
+    default_threads,
+    parse_cuda_options,
+    parse_device,
+    select_providers,
+)
 
 logger = logging.getLogger("serve")
 
@@ -42,6 +50,14 @@ def _seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
+
+
+def _device(text: str) -> str:
+    try:
+        parse_device(text)
+    except RuntimeSetupError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _restriction(text: str) -> Restriction:
@@ -85,10 +101,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--device",
-        choices=DEVICES,
+        type=_device,
         default="auto",
-        help="auto: CUDA when onnxruntime offers it, else CPU; cuda: fail unless CUDA runs the models "
-        "(default: %(default)s)",
+        metavar="{auto,cpu,cuda,cuda:N}",
+        help="auto: CUDA (GPU 0) when onnxruntime offers it, else CPU; cuda or cuda:N: fail unless CUDA runs the "
+        "models, on GPU N (default 0); a model's config.pbtxt instance_group (KIND_CPU, or KIND_GPU with gpus: [N]) "
+        "overrides it for that model (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--cuda-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of onnxruntime's CUDA execution provider (e.g. gpu_mem_limit=4294967296, "
+        "arena_extend_strategy=kSameAsRequested, use_tf32=0); repeatable; the server's defaults are "
+        + ", ".join(f"{k}={v}" for k, v in CUDA_DEFAULTS.items()),
     )
     parser.add_argument(
         "--max-batch-size",
@@ -192,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(message)s",
     )
     try:
-        providers = select_providers(args.device)
+        cuda_options = parse_cuda_options(args.cuda_option)
+        placement = select_providers(args.device, cuda_options)
         if not model_names(args.path):
             raise RepositoryError(
                 f"{args.path} holds no models (expected NAME/config.pbtxt and NAME/<version>/model.onnx)"
@@ -208,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     max_batch_size = 0 if args.no_batching else args.max_batch_size
     pool = InferencePool(args.threads)
-    repository = Repository(args.path, providers, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us)
+    repository = Repository(
+        args.path, placement, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us, cuda_options
+    )
     control = ModelControl(repository, args.model_control_mode, args.repository_poll_secs)
     server: _Server | None = None
 
@@ -241,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         args.host,
         args.port,
         f" and grpc port {args.grpc_port}" if args.grpc_port else "",
-        " > ".join(providers),
+        placement.describe(),
         args.threads,
         f"batching up to {max_batch_size} rows" if max_batch_size > 1 else "batching off",
         args.model_control_mode,

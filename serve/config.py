@@ -126,6 +126,8 @@ class ModelConfig:
     max_batch_size: int | None = None
     max_queue_delay_us: int | None = None
     default_model_filename: str = "model.onnx"
+    instance_kind: str | None = None
+    gpus: tuple[int, ...] = ()
 
     @classmethod
     def read(cls, path: Path, model_name: str) -> ModelConfig:
@@ -149,4 +151,53 @@ class ModelConfig:
         if dynamic is not None:
             delay = _last(dynamic, "max_queue_delay_microseconds", int, f"{path}: dynamic_batching")
         filename = _last(fields, "default_model_filename", str, str(path)) or "model.onnx"
-        return cls(max_batch_size, delay, filename)
+        kind, gpus = _instance_group(fields.get("instance_group", []), str(path))
+        return cls(max_batch_size, delay, filename, kind, gpus)
+
+
+_INSTANCE_KINDS = ("KIND_AUTO", "KIND_GPU", "KIND_CPU")
+_INSTANCE_FIELDS = ("name", "kind", "count", "gpus")
+
+
+def _instance_group(groups: list, where: str) -> tuple[str | None, tuple[int, ...]]:
+    """The device kind and GPU indices of a config's instance_group entries.
+
+    Every entry must agree on one kind and at most one GPU: the server runs one onnxruntime
+    session per model version, which its inference threads share (``count`` instances of
+    Triton are that many concurrent runs here, bounded by --threads).
+    """
+    kinds, gpus = set(), set()
+    for group in groups:
+        if not isinstance(group, dict):
+            raise RepositoryError(f"{where}: instance_group entries must be messages {{ kind: ... }}, got {group!r}")
+        unknown = sorted(set(group) - set(_INSTANCE_FIELDS))
+        if unknown:
+            raise RepositoryError(
+                f"{where}: instance_group field(s) {', '.join(unknown)} are not supported by this server "
+                f"(it reads {', '.join(_INSTANCE_FIELDS)})"
+            )
+        kind = _last(group, "kind", str, f"{where}: instance_group") or "KIND_AUTO"
+        if kind not in _INSTANCE_KINDS:
+            raise RepositoryError(f"{where}: instance_group kind must be one of {', '.join(_INSTANCE_KINDS)}, got {kind}")
+        count = _last(group, "count", int, f"{where}: instance_group")
+        if count is not None and count < 1:
+            raise RepositoryError(f"{where}: instance_group count must be >= 1, got {count}")
+        indices = group.get("gpus", [])
+        if any(not isinstance(i, int) or isinstance(i, bool) or i < 0 for i in indices):
+            raise RepositoryError(f"{where}: instance_group gpus must be GPU indices (integers >= 0), got {indices}")
+        if indices and kind != "KIND_GPU":
+            raise RepositoryError(f"{where}: instance_group lists gpus {indices} for {kind}; gpus need KIND_GPU")
+        kinds.add(kind)
+        gpus.update(indices)
+    if len(kinds) > 1:
+        raise RepositoryError(
+            f"{where}: instance_group mixes {', '.join(sorted(kinds))}; this server places each model version "
+            "on one device, so give one kind"
+        )
+    if len(gpus) > 1:
+        raise RepositoryError(
+            f"{where}: instance_group lists gpus {sorted(gpus)}; this server places each model version on one "
+            "GPU, so list one (serve a model on several GPUs with one server per GPU)"
+        )
+    kind = kinds.pop() if kinds else None
+    return (None if kind == "KIND_AUTO" else kind), tuple(gpus)

@@ -90,6 +90,12 @@ class ModelVersion:
             }
         )
 
+    def _instance_group(self) -> dict:
+        if self.provider != CUDA:
+            return {"kind": "KIND_CPU", "count": 1}
+        device = dict(self.session.placement.providers[0][1]).get("device_id", "0")
+        return {"kind": "KIND_GPU", "count": 1, "gpus": [int(device)]}
+
     def _config_json(self, source: ModelSource) -> bytes:
         strip = 1 if self.reported_max_batch > 0 else 0
 
@@ -104,7 +110,7 @@ class ModelVersion:
             "max_batch_size": self.reported_max_batch,
             "input": [tensor(spec) for spec in self.session.inputs],
             "output": [tensor(spec) for spec in self.session.outputs],
-            "instance_group": [{"kind": "KIND_GPU" if self.provider == CUDA else "KIND_CPU", "count": 1}],
+            "instance_group": [self._instance_group()],
             "default_model_filename": source.path.name,
             "parameters": {"execution_provider": {"string_value": self.provider}},
         }

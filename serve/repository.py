@@ -11,7 +11,7 @@ from pathlib import Path
 from serve.config import ModelConfig, RepositoryError
 from serve.model import ModelSource, ModelVersion
 from serve.protocol import ProtocolError
-from serve.runtime import InferencePool, ModelSession
+from serve.runtime import InferencePool, ModelSession, Placement, model_placement
 
 logger = logging.getLogger("serve.repository")
 
@@ -85,10 +85,11 @@ def fingerprint(root: Path, name: str) -> tuple:
 class Repository:
     """The served model versions, each model's version states, and the server's readiness."""
 
-    def __init__(self, root: Path, providers: list[str], intra_op_threads: int, pool: InferencePool,
-                 max_batch_size: int, max_queue_delay_us: int) -> None:
+    def __init__(self, root: Path, placement: Placement, intra_op_threads: int, pool: InferencePool,
+                 max_batch_size: int, max_queue_delay_us: int, cuda_options: dict[str, str] | None = None) -> None:
         self.root = root
-        self.providers = providers
+        self.placement = placement
+        self.cuda_options = cuda_options or {}
         self.intra_op_threads = intra_op_threads
         self.pool = pool
         self.max_batch_size = max_batch_size
@@ -161,7 +162,10 @@ class Repository:
         built, failed = [], []
         for source in sources:
             try:
-                session = ModelSession(source.path, self.providers, self.intra_op_threads)
+                config = source.config
+                placement = model_placement(self.placement, self.cuda_options, config.instance_kind, config.gpus,
+                                            source.name)
+                session = ModelSession(source.path, placement, self.intra_op_threads)
                 session.warmup()
                 built.append(ModelVersion(source, session, self.pool, self.max_batch_size, self.max_queue_delay_us))
             except Exception as exc:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import re
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,29 +17,100 @@ from serve.protocol import ONNX_TYPES, ProtocolError, TensorSpec
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
-DEVICES = ("auto", "cpu", "cuda")
+DEVICES = ("auto", "cpu", "cuda", "cuda:N")
+
+# A server batches requests of many sizes: EXHAUSTIVE (onnxruntime's default) benchmarks every
+# cuDNN algorithm on the first run of each new input shape, which stalls that request for up to
+# hundreds of milliseconds; HEURISTIC picks from cuDNN's heuristics at once.
+CUDA_DEFAULTS = {"cudnn_conv_algo_search": "HEURISTIC"}
 
 
 class RuntimeSetupError(Exception):
     """A model or device that cannot be served, with a message for the operator."""
 
 
-def select_providers(device: str) -> list[str]:
-    """Execution providers for a --device choice, failing when CUDA is demanded but absent."""
+@dataclass(frozen=True)
+class Placement:
+    """Where a model's session runs: execution providers in preference order, each with its options."""
+
+    providers: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+
+    @property
+    def wants_cuda(self) -> bool:
+        """Whether CUDA must run the model (no silent fallback to the CPU)."""
+        return self.providers[0][0] == CUDA
+
+    def for_onnxruntime(self) -> list[tuple[str, dict[str, str]]]:
+        """The providers argument of onnxruntime.InferenceSession."""
+        return [(name, dict(options)) for name, options in self.providers]
+
+    def describe(self) -> str:
+        """A log-friendly summary, e.g. 'CUDAExecutionProvider (device 0) > CPUExecutionProvider'."""
+        parts = []
+        for name, options in self.providers:
+            device = dict(options).get("device_id")
+            parts.append(f"{name} (device {device})" if device is not None else name)
+        return " > ".join(parts)
+
+
+def parse_device(text: str) -> tuple[str, int | None]:
+    """Split a --device value into its kind and CUDA device index: 'cuda:1' -> ('cuda', 1)."""
+    kind, sep, index = text.partition(":")
+    if kind in ("auto", "cpu", "cuda") and not sep:
+        return kind, None
+    if kind == "cuda" and re.fullmatch(r"[0-9]{1,4}", index):
+        return kind, int(index)
+    raise RuntimeSetupError(f"unknown device {text!r}; choose one of auto, cpu, cuda or cuda:N (N a GPU index)")
+
+
+def parse_cuda_options(pairs: list[str]) -> dict[str, str]:
+    """--cuda-option KEY=VALUE pairs over the server's defaults; onnxruntime checks the keys and values."""
+    options = dict(CUDA_DEFAULTS)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise RuntimeSetupError(f"--cuda-option expects KEY=VALUE (e.g. gpu_mem_limit=4294967296), got {pair!r}")
+        if key.strip() == "device_id":
+            raise RuntimeSetupError("--cuda-option device_id is set by --device cuda:N (or instance_group gpus)")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def cuda_placement(device_id: int, cuda_options: dict[str, str], asked_by: str) -> Placement:
+    """CUDA on GPU DEVICE_ID first (failing loudly when it is missing), CPU for the nodes CUDA lacks."""
     available = ort.get_available_providers()
-    if device == "cpu":
-        return [CPU]
-    if device == "cuda":
-        if CUDA not in available:
-            raise RuntimeSetupError(
-                "--device cuda needs onnxruntime's CUDAExecutionProvider, but this onnxruntime "
-                f"(version {ort.__version__}) offers only {', '.join(available)}; install onnxruntime-gpu "
-                "with a matching CUDA runtime, or use --device cpu"
-            )
-        return [CUDA, CPU]
-    if device == "auto":
-        return [CUDA, CPU] if CUDA in available else [CPU]
-    raise RuntimeSetupError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+    if CUDA not in available:
+        raise RuntimeSetupError(
+            f"{asked_by} needs onnxruntime's CUDAExecutionProvider, but this onnxruntime "
+            f"(version {ort.__version__}) offers only {', '.join(available)}; install onnxruntime-gpu "
+            "with a matching CUDA runtime, or use --device cpu"
+        )
+    options = tuple(sorted({**cuda_options, "device_id": str(device_id)}.items()))
+    return Placement(((CUDA, options), (CPU, ())))
+
+
+def select_providers(device: str, cuda_options: dict[str, str] | None = None) -> Placement:
+    """The server-wide placement for a --device choice, failing when CUDA is demanded but absent."""
+    kind, index = parse_device(device)
+    options = dict(CUDA_DEFAULTS) if cuda_options is None else cuda_options
+    if kind == "cpu":
+        return Placement(((CPU, ()),))
+    if kind == "cuda":
+        return cuda_placement(index or 0, options, f"--device {device}")
+    if CUDA in ort.get_available_providers():
+        return cuda_placement(0, options, "--device auto")
+    return Placement(((CPU, ()),))
+
+
+def model_placement(server: Placement, cuda_options: dict[str, str], kind: str | None, gpus: tuple[int, ...],
+                    model: str) -> Placement:
+    """A model's placement: its config.pbtxt's instance_group kind and GPU, else the server's --device."""
+    if kind == "KIND_CPU":
+        return Placement(((CPU, ()),))
+    if kind == "KIND_GPU":
+        device = gpus[0] if gpus else int(dict(server.providers[0][1]).get("device_id", 0))
+        return cuda_placement(device, cuda_options, f"model '{model}' (instance_group KIND_GPU)")
+    return server
 
 
 def _tensor_specs(args, path: Path, role: str) -> tuple[TensorSpec, ...]:
@@ -57,7 +130,7 @@ def _tensor_specs(args, path: Path, role: str) -> tuple[TensorSpec, ...]:
 class ModelSession:
     """One onnxruntime InferenceSession with its tensor specs and active provider."""
 
-    def __init__(self, path: Path, providers: list[str], intra_op_threads: int) -> None:
+    def __init__(self, path: Path, placement: Placement, intra_op_threads: int) -> None:
         options = ort.SessionOptions()
         options.log_severity_level = 4
         if intra_op_threads:
@@ -66,16 +139,19 @@ class ModelSession:
         # loop and the other requests need that core more than a run needs a faster wakeup.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self.session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+            self.session = ort.InferenceSession(
+                str(path), sess_options=options, providers=placement.for_onnxruntime()
+            )
         except Exception as exc:
             raise RuntimeSetupError(f"{path}: onnxruntime cannot load the model: {exc}") from None
         active = self.session.get_providers()
-        if providers[0] == CUDA and CUDA not in active:
+        if placement.wants_cuda and CUDA not in active:
             raise RuntimeSetupError(
                 f"{path}: CUDAExecutionProvider was requested but onnxruntime fell back to {', '.join(active)} "
                 "(check the CUDA and cuDNN libraries onnxruntime-gpu needs)"
             )
         self.provider = active[0]
+        self.placement = placement
         self.inputs = _tensor_specs(self.session.get_inputs(), path, "input")
         self.outputs = _tensor_specs(self.session.get_outputs(), path, "output")
         self.output_names = [spec.name for spec in self.outputs]

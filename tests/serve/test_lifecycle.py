@@ -90,7 +90,9 @@ def test_device_cuda_without_cuda_is_a_startup_error(mlp_file):
         (["/no/such/model.onnx"], "does not exist"),
         (["{model}", "--max-batch-size", "-1"], "must be at least 0"),
         (["{model}", "--threads", "0"], "must be at least 1"),
-        (["{model}", "--device", "tpu"], "invalid choice"),
+        (["{model}", "--device", "tpu"], "unknown device 'tpu'"),
+        (["{model}", "--device", "cuda:x"], "unknown device 'cuda:x'"),
+        (["{model}", "--cuda-option", "gpu_mem_limit"], "--cuda-option expects KEY=VALUE"),
     ],
 )
 def test_bad_command_lines_exit_nonzero(mlp_file, args, message):
