@@ -8,7 +8,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from tests.serve.harness import reference
+from tests.serve.harness import DEFAULT_PROVIDER, reference
 from tests.serve.models import DATATYPES
 
 
@@ -112,7 +112,7 @@ def test_health_and_metadata(client):
     assert meta["platform"] == "onnxruntime_onnx"
     assert meta["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 16]}]
     assert meta["outputs"] == [{"name": "y", "datatype": "FP32", "shape": [-1, 5]}]
-    assert meta["parameters"]["execution_provider"] == "CPUExecutionProvider"
+    assert meta["parameters"]["execution_provider"] == DEFAULT_PROVIDER
     fixed = client.get_model_metadata("fixed")
     assert fixed["inputs"][0]["shape"] == [2, 3]
     multi = client.get_model_metadata("multi", "1")
@@ -172,4 +172,4 @@ def test_metrics_use_triton_names(client, server):
         assert f"# TYPE {metric} counter" in text
     samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
     assert int(samples['nv_inference_request_success{model="multi",version="1"}']) >= 1
-    assert samples['serve_model_execution_provider{model="multi",version="1",provider="CPUExecutionProvider"}'] == "1"
+    assert samples[f'serve_model_execution_provider{{model="multi",version="1",provider="{DEFAULT_PROVIDER}"}}'] == "1"

@@ -12,7 +12,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from tests.serve import models
-from tests.serve.harness import ServeProcess, reference
+from tests.serve.harness import ON_CUDA, VALUES_CHECKED, ServeProcess, reference
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +55,10 @@ def test_infer_matches_onnxruntime(client, repository):
     ids = rng.integers(-50, 50, (3, 3)).astype(np.int64)
     result = client.infer("multi", [_input("features", features, "FP32"), _input("ids", ids, "INT64")], request_id="g-1")
     want = reference(repository / "multi" / "1" / "model.onnx", {"features": features, "ids": ids})
-    # Same onnxruntime build and the same single-request run: the results are bit-identical.
-    np.testing.assert_array_equal(result.as_numpy("scores"), want["scores"])
+    # On the CPU, the same onnxruntime build and the same single-request run: bit-identical results.
+    # On CUDA (the reference runs on the CPU), float32 kernels that sum in another order.
+    tolerance = {"rtol": 1e-6, "atol": 1e-6} if ON_CUDA else {"rtol": 0, "atol": 0}
+    np.testing.assert_allclose(result.as_numpy("scores"), want["scores"], **tolerance)
     np.testing.assert_array_equal(result.as_numpy("shifted"), want["shifted"])
     response = result.get_response()
     assert (response.id, response.model_name, response.model_version) == ("g-1", "multi", "1")
@@ -126,8 +128,11 @@ def test_statistics_count_grpc_requests(client):
         ("mlp", "", [("x", np.ones((1, 16), np.float64), "FP64")], grpc.StatusCode.INVALID_ARGUMENT, "expects FP32"),
         ("multi", "", [("features", np.ones((2, 4), np.float32), "FP32"), ("ids", np.ones((3, 3), np.int64), "INT64")],
          grpc.StatusCode.INVALID_ARGUMENT, "inputs disagree on the batch size"),
-        ("gather", "", [("data", np.ones((1, 4), np.float32), "FP32"), ("idx", np.full((1, 2), 9, np.int64), "INT64")],
-         grpc.StatusCode.INVALID_ARGUMENT, "model execution failed"),
+        pytest.param(
+            "gather", "", [("data", np.ones((1, 4), np.float32), "FP32"), ("idx", np.full((1, 2), 9, np.int64), "INT64")],
+            grpc.StatusCode.INVALID_ARGUMENT, "model execution failed",
+            marks=pytest.mark.skipif(not VALUES_CHECKED, reason="CUDA kernels do not check index values"),
+        ),
     ],
     ids=["unknown-model", "unicode-version", "wrong-dim", "zero-rows", "wrong-datatype", "batch-disagreement", "bad-values"],
 )

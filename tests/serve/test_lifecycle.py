@@ -13,7 +13,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from tests.serve.harness import ROOT, ServeProcess
+from tests.serve.harness import DEFAULT_PROVIDER, ROOT, ServeProcess
 
 
 def _body(x: np.ndarray) -> bytes:
@@ -69,7 +69,7 @@ def test_ready_and_live_while_serving(start_server, mlp_file):
     assert httpx.get(server.url + "/v2/health/live").json() == {"live": True}
     assert httpx.get(server.url + "/v2/health/ready").json() == {"ready": True}
     assert httpx.get(server.url + "/v2/models/classifier/ready").status_code == 200
-    assert "ready on CPUExecutionProvider" in server.log()
+    assert f"ready on {DEFAULT_PROVIDER}" in server.log()
     started = time.monotonic()
     assert server.stop() == 0
     assert time.monotonic() - started < 15
