@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ON_CUDA = "CUDAExecutionProvider" in ort.get_available_providers()
 DEFAULT_PROVIDER = "CUDAExecutionProvider" if ON_CUDA else "CPUExecutionProvider"
 # onnxruntime's CUDA kernels do not check values the CPU provider refuses: an out-of-range Gather
-# index, a convolution window larger than its input. There a request gets unspecified values, not 400.
+# index, a convolution window larger than its input. There a request may get unspecified values, not 400.
 VALUES_CHECKED = not ON_CUDA
 
 
