@@ -223,8 +223,8 @@ class TensorBoard(Callback):
 
     # ----- graph --------------------------------------------------------------------
     def _write_graph(self):
-        from kgraph.functional import Functional
-        from kgraph.sequential import Sequential
+        from kgraph.models.functional import Functional
+        from kgraph.models.sequential import Sequential
         if not isinstance(self.model, (Functional, Sequential)):
             return
         self._write("train", 0, graph_def=graph_def(self.model).SerializeToString())
@@ -323,8 +323,8 @@ def graph_def(model):
 
 
 def _is_graph_model(op):
-    from kgraph.functional import Functional
-    from kgraph.sequential import Sequential
+    from kgraph.models.functional import Functional
+    from kgraph.models.sequential import Sequential
     return isinstance(op, (Functional, Sequential))
 
 

@@ -1,5 +1,5 @@
 """Losses with Keras 3's names, defaults and numerics, plus ``get``/``serialize``/``deserialize``."""
-from kgraph.object_config import deserialize_object, serialize_object
+from kgraph.saving.object_config import deserialize_object, serialize_object
 from kgraph.losses.classes import BinaryCrossentropy
 from kgraph.losses.classes import CategoricalCrossentropy
 from kgraph.losses.classes import CosineSimilarity

@@ -8,7 +8,7 @@ import numpy as np
 from kgraph import backend
 from kgraph import ops
 from kgraph.losses.loss import squeeze_or_expand_to_same_rank
-from kgraph.variable import Variable
+from kgraph.backend.variable import Variable
 
 
 def _float_tensor(x):

@@ -1,5 +1,5 @@
 """Stateful metrics with Keras 3's names, plus ``get``/``serialize``/``deserialize``."""
-from kgraph.object_config import deserialize_object, serialize_object
+from kgraph.saving.object_config import deserialize_object, serialize_object
 from kgraph.metrics.accuracy_metrics import Accuracy
 from kgraph.metrics.accuracy_metrics import BinaryAccuracy
 from kgraph.metrics.accuracy_metrics import CategoricalAccuracy

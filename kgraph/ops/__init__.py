@@ -1,7 +1,7 @@
 """Differentiable array ops on NumPy arrays, with ``keras.ops`` names and arguments.
 
 Every op accepts ndarrays, Python scalars and ``Variable``s, returns a new
-ndarray, and is recorded by an active ``kgraph.autodiff.GradientTape``.
+ndarray, and is recorded by an active ``kgraph.backend.autodiff.GradientTape``.
 Called with a KerasTensor, an op records a node of its Operation in the graph
 being built and returns KerasTensors (``kgraph.ops.operations``).
 """
@@ -37,8 +37,8 @@ from kgraph.ops.linalg import *  # noqa: F401,F403
 from kgraph.ops.linalg import __all__ as _linalg_all
 from kgraph.ops.image import *  # noqa: F401,F403
 from kgraph.ops.image import __all__ as _image_all
-from kgraph.ops.core_extra import *  # noqa: F401,F403
-from kgraph.ops.core_extra import __all__ as _core_extra_all
+from kgraph.ops.core import *  # noqa: F401,F403
+from kgraph.ops.core import __all__ as _core_extra_all
 from kgraph.ops.fft import *  # noqa: F401,F403
 from kgraph.ops.fft import __all__ as _fft_all
 from kgraph.ops.patches import *  # noqa: F401,F403

@@ -14,7 +14,7 @@ real gradients of ``r``, ``t`` and ``w``.
 import numpy as np
 
 from kgraph import backend
-from kgraph.autodiff import primitive
+from kgraph.backend.autodiff import primitive
 from kgraph.ops.math import _no_gradient, convert_to_tensor
 
 __all__ = ["angle", "conj", "conjugate", "imag", "isreal", "polar", "real", "view_as_complex", "view_as_real"]

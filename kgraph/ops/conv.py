@@ -8,15 +8,15 @@ whose window matrix would be very large are processed in blocks of images,
 each block's windows rebuilt in a reused scratch buffer for the VJP.
 
 3x3 stride-1 convolutions with at least 16 input channels and filters run
-as Winograd F(4x4, 3x3) instead (``kgraph.ops.winograd``): a quarter of the
+as Winograd F(4x4, 3x3) instead (``kgraph.ops.kernels.winograd``): a quarter of the
 multiplications, the same values up to float rounding.
 """
 import numpy as np
 
-from kgraph.autodiff import primitive
-from kgraph.ops import winograd
+from kgraph.backend.autodiff import primitive
+from kgraph.ops.kernels import winograd
 from kgraph.ops.shape import reshape
-from kgraph.ops.windows import (check_data_format, col2im_add, conv_output_length, conv_pads, im2col,
+from kgraph.ops.kernels.windows import (check_data_format, col2im_add, conv_output_length, conv_pads, im2col,
                                 normalize_tuple, pad, scratch, transpose_crop, unpad)
 
 __all__ = ["conv", "conv_transpose", "depthwise_conv", "separable_conv"]

@@ -19,10 +19,10 @@ differ only below the rounding of ``+ bias`` are not a tie here.
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from kgraph.autodiff import primitive
-from kgraph.ops import winograd
+from kgraph.backend.autodiff import primitive
+from kgraph.ops.kernels import winograd
 from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
-from kgraph.ops.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
+from kgraph.ops.kernels.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
 
 __all__ = ["conv_max_pool"]
 

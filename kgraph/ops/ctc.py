@@ -2,7 +2,7 @@
 import numpy as np
 
 from kgraph import ops as _k
-from kgraph.autodiff import primitive
+from kgraph.backend.autodiff import primitive
 
 __all__ = ["ctc_decode", "ctc_loss"]
 

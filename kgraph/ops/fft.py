@@ -7,7 +7,7 @@ import numpy as np
 
 from kgraph import backend
 from kgraph import ops as _k
-from kgraph.autodiff import primitive
+from kgraph.backend.autodiff import primitive
 from kgraph.ops.numpy_math import dtype_of, floating
 
 __all__ = ["fft", "fft2", "ifft2", "irfft", "istft", "rfft", "stft"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from kgraph import backend, tree
 from kgraph import ops as _k
-from kgraph.autodiff import GradientTape, _value, on_tape, primitive
+from kgraph.backend.autodiff import GradientTape, _value, on_tape, primitive
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import floating
 

@@ -7,8 +7,8 @@ import string
 import numpy as np
 
 from kgraph import backend
-from kgraph.autodiff import _value, primitive
-from kgraph.keras_tensor import KerasTensor
+from kgraph.backend.autodiff import _value, primitive
+from kgraph.graph.keras_tensor import KerasTensor
 
 __all__ = [
     "abs", "absolute", "add", "all", "any", "arange", "argmax", "argmin", "cast", "ceil", "clip",

@@ -4,7 +4,7 @@ import math as _pymath
 import numpy as np
 
 from kgraph import backend
-from kgraph.autodiff import _value, primitive
+from kgraph.backend.autodiff import _value, primitive
 from kgraph.ops.math import _erf_values
 from kgraph.ops.reductions import _count, _reduced_axes
 

@@ -1,7 +1,7 @@
 """Fused batch and layer normalization ops, named as in ``keras.ops``."""
 import numpy as np
 
-from kgraph.autodiff import primitive
+from kgraph.backend.autodiff import primitive
 from kgraph.ops.reductions import _reduced_axes
 
 __all__ = ["batch_normalization", "layer_normalization"]

@@ -7,7 +7,7 @@ import math as _pymath
 import numpy as np
 
 from kgraph import backend
-from kgraph.autodiff import _value, on_tape, primitive
+from kgraph.backend.autodiff import _value, on_tape, primitive
 from kgraph import ops as _k
 from kgraph.ops.math import _no_gradient
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from kgraph import backend
 from kgraph import ops as _k
-from kgraph.autodiff import _value, primitive
+from kgraph.backend.autodiff import _value, primitive
 from kgraph.ops.numpy_math import dtype_of, floating
 
 __all__ = [

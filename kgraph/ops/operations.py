@@ -9,7 +9,7 @@ gradient and (through shape inference) the output spec.
 import functools
 import inspect
 
-from kgraph.operation import Operation, any_symbolic
+from kgraph.graph.operation import Operation, any_symbolic
 
 _FUNCTIONS = {}
 _CLASSES = {}
@@ -34,7 +34,7 @@ class OpOperation(Operation):
         rule = _SHAPE_RULES.get(self.op_name)
         if rule is not None:
             return rule(self.name, *args, **kwargs)
-        from kgraph import shape_inference
+        from kgraph.graph import shape_inference
         return shape_inference.output_spec(type(self).fn, args, kwargs, self.name)
 
     def arguments(self, node):
@@ -47,7 +47,7 @@ class OpOperation(Operation):
 def _reshape_rule(name, x, newshape):
     """Reshape's output spec by shape arithmetic: a ``-1`` next to an unknown input dimension stays unknown
     (placeholder sizes cannot stand in for a dimension that merges others, such as batch * time)."""
-    from kgraph.keras_tensor import KerasTensor
+    from kgraph.graph.keras_tensor import KerasTensor
     target = tuple(int(d) for d in (newshape if isinstance(newshape, (list, tuple)) else (newshape,)))
     if sum(d == -1 for d in target) > 1 or any(d < -1 for d in target):
         raise ValueError(f"Reshape '{name}' accepts at most one -1 and no other negative size. "

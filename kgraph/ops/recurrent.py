@@ -11,7 +11,7 @@ returns them.
 """
 import numpy as np
 
-from kgraph.autodiff import primitive
+from kgraph.backend.autodiff import primitive
 from kgraph.ops import gate_activations
 
 __all__ = ["gru", "lstm", "simple_rnn"]

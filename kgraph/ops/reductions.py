@@ -3,7 +3,7 @@ import math as _pymath
 
 import numpy as np
 
-from kgraph.autodiff import primitive
+from kgraph.backend.autodiff import primitive
 
 __all__ = ["cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var"]
 

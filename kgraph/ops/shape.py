@@ -1,8 +1,8 @@
 """Shape, joining and indexing ops, named as in ``keras.ops``."""
 import numpy as np
 
-from kgraph.autodiff import _value, primitive
-from kgraph.keras_tensor import KerasTensor
+from kgraph.backend.autodiff import _value, primitive
+from kgraph.graph.keras_tensor import KerasTensor
 
 __all__ = [
     "broadcast_to", "concatenate", "expand_dims", "flip", "getitem", "moveaxis", "ndim", "pad",

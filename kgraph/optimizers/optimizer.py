@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from kgraph.optimizers import schedules
-from kgraph.variable import Variable
+from kgraph.backend.variable import Variable
 
 
 def _snake_case(name):

@@ -15,7 +15,7 @@ import pytest
 
 import kgraph
 from kgraph import layers as L
-from kgraph.layers.audio import WINDOWS, mel_weight_matrix, window_values
+from kgraph.layers.preprocessing.audio import WINDOWS, mel_weight_matrix, window_values
 from tests.export.parity import assert_parity
 from tests.gradcheck import check_gradients, check_variable_gradients
 

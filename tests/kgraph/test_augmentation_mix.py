@@ -10,7 +10,7 @@ import pytest
 
 import kgraph
 from kgraph import layers as L
-from kgraph.layers.augmentation_geometric import box_mask
+from kgraph.layers.preprocessing.augmentation.geometric import box_mask
 
 needs_keras = pytest.mark.skipif(importlib.util.find_spec("keras") is None, reason="keras is not installed")
 

@@ -9,7 +9,7 @@ import pytest
 
 import kgraph
 from kgraph import layers as L
-from kgraph.autodiff import GradientTape
+from kgraph.backend.autodiff import GradientTape
 from tests.export.parity import assert_parity
 from tests.gradcheck import check_gradients
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from kgraph import ops
-from kgraph.autodiff import GradientTape, primitive, unbroadcast, value_and_grad
-from kgraph.variable import Variable
+from kgraph.backend.autodiff import GradientTape, primitive, unbroadcast, value_and_grad
+from kgraph.backend.variable import Variable
 from tests.gradcheck import check_gradients, check_variable_gradients
 
 

@@ -72,7 +72,7 @@ def test_fused_op_matches_conv_then_max_pool(case, with_bias):
 @pytest.mark.parametrize("pool", [2, 3])
 def test_every_winograd_tile_with_and_without_windows_inside_tiles(tile, pool, monkeypatch):
     # Windows inside tiles (pool divides the tile) pool the tiles directly; others pool image-layout slabs.
-    monkeypatch.setattr(importlib.import_module("kgraph.ops.winograd"), "TILES", (tile,))
+    monkeypatch.setattr(importlib.import_module("kgraph.ops.kernels.winograd"), "TILES", (tile,))
     case = ((2, 15, 14, 16), (3, 3, 16, 16), 1, "valid", 1, pool, True)
     x, kernel, bias = case_arrays(case, "float64", True)
     got, got_grads = values_and_gradients(lambda *a: fused(*a, *case[2:]), [x, kernel, bias])

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import kgraph
-from kgraph import data_adapter, layers
+from kgraph import layers
+from kgraph.trainers import data_adapter
 
 BATCH = 64
 

@@ -6,7 +6,7 @@ import pytest
 
 import kgraph
 from kgraph import layers
-from kgraph.keras_weights import weight_groups
+from kgraph.saving.keras_weights import weight_groups
 from tests.custom_layers import ResidualBlock
 
 needs_keras = pytest.mark.skipif(importlib.util.find_spec("keras") is None or importlib.util.find_spec("h5py") is None,

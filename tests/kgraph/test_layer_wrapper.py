@@ -6,7 +6,7 @@ import pytest
 
 import kgraph
 from kgraph import backend, layers, ops
-from kgraph.registration import register_keras_serializable
+from kgraph.saving.registration import register_keras_serializable
 from tests.export.parity import assert_parity
 from tests.gradcheck import check_gradients
 

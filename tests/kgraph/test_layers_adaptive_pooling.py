@@ -9,7 +9,7 @@ import pytest
 
 import kgraph
 from kgraph import backend, layers
-from kgraph.layers.adaptive_pooling import adaptive_windows
+from kgraph.layers.pooling.adaptive_pooling import adaptive_windows
 from tests.gradcheck import check_gradients
 
 RNG = np.random.default_rng(0)

@@ -277,7 +277,7 @@ def test_conv_ops_match_torch():
 
 def test_blocked_and_chunked_paths_match_and_have_correct_gradients(float64, monkeypatch):
     conv_module = importlib.import_module("kgraph.ops.conv")
-    windows_module = importlib.import_module("kgraph.ops.windows")
+    windows_module = importlib.import_module("kgraph.ops.kernels.windows")
     x = np.random.default_rng(3).standard_normal((5, 6, 5, 4))
     layer = layers.Conv2D(4, 3, padding="same", groups=2, activation="relu")
     whole = layer(x)
@@ -304,7 +304,7 @@ def test_concurrent_calls_from_threads_use_separate_scratch():
 @pytest.mark.parametrize("tile", [4, 5, 6])
 @pytest.mark.parametrize("size,padding", [((8, 8), "valid"), ((13, 11), "valid"), ((9, 6), "same"), ((5, 7), "same")])
 def test_winograd_path_matches_direct_reference_and_finite_differences(float64, size, padding, tile, monkeypatch):
-    winograd = importlib.import_module("kgraph.ops.winograd")
+    winograd = importlib.import_module("kgraph.ops.kernels.winograd")
     monkeypatch.setattr(winograd, "TILES", (tile,))
     # Fixed weights whatever ran before: finite differences must not straddle a relu kink.
     kgraph.utils.set_random_seed(5)
@@ -329,7 +329,7 @@ def test_winograd_path_matches_direct_reference_and_finite_differences(float64, 
 def test_winograd_transforms_compute_a_correlation_exactly(tile):
     # At (m x n), G (n x 3), Bt (n x n) with sum_j At[i, j] G[j, k] Bt[j, l] = [l == i + k]: the 1-D
     # F(m, 3) identity (the 2-D one is its square), checked in exact float64 arithmetic on small integers.
-    winograd = importlib.import_module("kgraph.ops.winograd")
+    winograd = importlib.import_module("kgraph.ops.kernels.winograd")
     bt, g, at = winograd._TRANSFORMS[tile]
     n = tile + 2
     identity = np.einsum("ij,jk,jl->ikl", at, g, bt)
@@ -343,7 +343,7 @@ def test_winograd_transforms_compute_a_correlation_exactly(tile):
 
 
 def test_winograd_tile_choice_transforms_the_fewest_cells():
-    winograd = importlib.import_module("kgraph.ops.winograd")
+    winograd = importlib.import_module("kgraph.ops.kernels.winograd")
     assert winograd.choose_tile((8, 8)) == 4  # 4 tiles of 6x6 input cells vs 4 of 7x7 or 8x8
     assert winograd.choose_tile((10, 10)) == 5  # 4 x 49 cells vs 9 x 36 or 4 x 64
     assert winograd.choose_tile((12, 12)) == 6  # 4 x 64 cells vs 9 x 36 or 9 x 49
@@ -352,7 +352,7 @@ def test_winograd_tile_choice_transforms_the_fewest_cells():
 
 @pytest.mark.parametrize("tile", [4, 5, 6])
 def test_winograd_float32_stays_close_to_im2col(tile, monkeypatch):
-    monkeypatch.setattr(importlib.import_module("kgraph.ops.winograd"), "TILES", (tile,))
+    monkeypatch.setattr(importlib.import_module("kgraph.ops.kernels.winograd"), "TILES", (tile,))
     rng = np.random.default_rng(6)
     x = rng.standard_normal((4, 13, 13, 32)).astype("float32")
     kernel = rng.standard_normal((3, 3, 32, 64)).astype("float32")
@@ -365,7 +365,7 @@ def test_winograd_float32_stays_close_to_im2col(tile, monkeypatch):
             out = ops.conv(x, kernel)
         return (out,) + tuple(tape.gradient(out, [x, kernel], output_gradients=cotangent))
     fast = run()
-    winograd = importlib.import_module("kgraph.ops.winograd")
+    winograd = importlib.import_module("kgraph.ops.kernels.winograd")
     monkeypatch.setattr(winograd, "MIN_CHANNELS", 10 ** 9)
     plain = run()
     for got, want in zip(fast, plain):

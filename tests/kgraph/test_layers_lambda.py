@@ -6,8 +6,8 @@ import pytest
 
 import kgraph
 from kgraph import backend, layers, ops
-from kgraph.layers import lambda_layer
-from kgraph.layers.lambda_layer import SafeModeScope
+from kgraph.layers.core import lambda_layer
+from kgraph.layers.core.lambda_layer import SafeModeScope
 from tests.gradcheck import check_gradients
 
 

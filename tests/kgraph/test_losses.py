@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from kgraph import losses
-from kgraph.autodiff import GradientTape
+from kgraph.backend.autodiff import GradientTape
 from tests.gradcheck import check_gradients
 
 EPS = 1e-7

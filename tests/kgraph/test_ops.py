@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import kgraph
 from kgraph import ops
-from kgraph.autodiff import GradientTape
+from kgraph.backend.autodiff import GradientTape
 from tests.gradcheck import check_gradients
 
 _erf = np.vectorize(math.erf)

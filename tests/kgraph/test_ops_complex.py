@@ -7,7 +7,7 @@ import pytest
 
 import kgraph
 from kgraph import ops
-from kgraph.autodiff import GradientTape
+from kgraph.backend.autodiff import GradientTape
 from tests.gradcheck import check_gradients
 
 needs_keras = pytest.mark.skipif(importlib.util.find_spec("keras") is None, reason="keras is not installed")

@@ -6,7 +6,7 @@ import pytest
 
 import kgraph
 from kgraph import ops
-from kgraph.autodiff import GradientTape
+from kgraph.backend.autodiff import GradientTape
 from tests.gradcheck import check_gradients
 
 RNG = np.random.default_rng(0)

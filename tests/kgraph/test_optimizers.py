@@ -7,7 +7,7 @@ import pytest
 
 from kgraph import optimizers
 from kgraph.optimizers import schedules
-from kgraph.variable import Variable
+from kgraph.backend.variable import Variable
 
 RNG = np.random.default_rng(0)
 INIT = [RNG.normal(size=(3, 2)), RNG.normal(size=(2,))]

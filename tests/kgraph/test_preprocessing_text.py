@@ -6,7 +6,7 @@ import pytest
 
 import kgraph
 from kgraph import layers as L
-from kgraph.layers.preprocessing_hashing import siphash24
+from kgraph.layers.preprocessing.hashing import siphash24
 
 LETTERS = [["A"], ["B"], ["C"], ["D"], ["E"]]
 

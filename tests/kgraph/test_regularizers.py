@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from kgraph import regularizers
-from kgraph.variable import Variable
+from kgraph.backend.variable import Variable
 from tests.gradcheck import check_gradients
 from tests.gradcheck import check_variable_gradients
 

@@ -1,6 +1,7 @@
 """model.save / kgraph.load_model: round trips, resumed training, and the restricted unpickler."""
 import os
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,7 +134,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     def crash(fd):
         raise OSError("disk full")
 
-    monkeypatch.setattr(kgraph.saving.os, "fsync", crash)
+    monkeypatch.setattr(kgraph.saving.pickle_format.os, "fsync", crash)
     with pytest.raises(OSError, match="disk full"):
         _model().save(path)
     assert path.read_bytes() == original
@@ -158,3 +159,13 @@ def test_layer_built_from_two_shapes_reloads(tmp_path):
     loaded = kgraph.load_model(tmp_path / "bilinear.pkl")
     x = [np.ones((2, 3), "float32"), np.ones((2, 2), "float32")]
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
+
+
+def test_model_saved_before_the_package_layout_changed_still_loads():
+    # Written by kgraph 0.1 when its modules sat flat in kgraph/ (kgraph.layer, kgraph.functional, ...): model
+    # files hold plain data and class names, never module paths, so they load into the current layout.
+    data = Path(__file__).resolve().parent.parent / "data" / "saved"
+    model = kgraph.load_model(data / "model_0_1_flat_layout.pkl")
+    expected = np.load(data / "model_0_1_flat_layout.npz")
+    np.testing.assert_allclose(model.predict(expected["x"], verbose=0), expected["y"], rtol=1e-6, atol=1e-7)
+    assert model.optimizer is not None and model.name == "before_move"

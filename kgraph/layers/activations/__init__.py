@@ -1,0 +1,1 @@
+"""Activation layers: Activation and the configurable ReLU, LeakyReLU, PReLU, ELU, Softmax."""

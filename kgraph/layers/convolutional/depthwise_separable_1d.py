@@ -1,0 +1,153 @@
+"""Depthwise and depthwise-separable 1D convolutions: DepthwiseConv1D, SeparableConv1D, with Keras's weights."""
+from kgraph import activations, initializers, ops, regularizers
+from kgraph.layers.input_spec import InputSpec
+from kgraph.layers.layer import Layer
+from kgraph.layers.convolutional.conv import (check_data_format, check_padding, conv_output_shape, input_channels,
+                                         reject_unsupported, serialize_regularizer)
+from kgraph.ops.kernels.windows import normalize_tuple
+
+
+class _Depthwise1DBase(Layer):
+    """Window geometry, depth multiplier, depthwise kernel, activation and bias of the 1D depthwise layers."""
+
+    def __init__(self, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
+                 use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer, bias_regularizer,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(depth_multiplier, int) or depth_multiplier <= 0:
+            raise ValueError(f"Invalid value for argument `depth_multiplier` of layer '{self.name}'. Expected a "
+                             f"strictly positive integer. Received depth_multiplier={depth_multiplier}.")
+        self.depth_multiplier = depth_multiplier
+        self.kernel_size = normalize_tuple(kernel_size, 1, "kernel_size")
+        self.strides = normalize_tuple(strides, 1, "strides")
+        self.dilation_rate = normalize_tuple(dilation_rate, 1, "dilation_rate")
+        if self.strides[0] > 1 and self.dilation_rate[0] > 1:
+            raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`. "
+                             f"Received: strides={self.strides} and dilation_rate={self.dilation_rate}")
+        self.padding = check_padding(self, padding, ("valid", "same"))
+        self.data_format = check_data_format(self, data_format)
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.depthwise_initializer = initializers.get(depthwise_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.input_spec = InputSpec(ndim=3)
+
+    def _depthwise_kernel(self, input_shape, name):
+        """The ``(k, in, multiplier)`` depthwise kernel, created under ``name``; pins the input channels."""
+        channels = input_channels(self, input_shape, 1)
+        self.input_spec = InputSpec(ndim=3, axes={-1: channels})
+        return self.add_weight(shape=self.kernel_size + (channels, self.depth_multiplier),
+                               initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
+                               name=name)
+
+    def _add_bias(self, size):
+        """The ``(size,)`` bias (None without ``use_bias``)."""
+        self.bias = self.add_weight(shape=(size,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+
+    def _finish(self, out):
+        """The activation of ``out``, unless the op already applied it (a fused relu)."""
+        return out if self.activation is activations.relu else self.activation(out)
+
+    def _window_output_shape(self, input_shape, out_channels):
+        return conv_output_shape(self, input_shape, self.kernel_size, self.strides, self.padding,
+                                 self.dilation_rate, out_channels)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "kernel_size": self.kernel_size, "strides": self.strides, "padding": self.padding,
+            "depth_multiplier": self.depth_multiplier, "data_format": self.data_format,
+            "dilation_rate": self.dilation_rate, "activation": activations.serialize(self.activation),
+            "use_bias": self.use_bias, "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "depthwise_regularizer": serialize_regularizer(self.depthwise_regularizer),
+            "bias_regularizer": serialize_regularizer(self.bias_regularizer),
+        })
+        return config
+
+
+class DepthwiseConv1D(_Depthwise1DBase):
+    """Convolves each input channel with its own ``depth_multiplier`` filters; kernel ``(k, in, multiplier)``."""
+
+    def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1, data_format=None,
+                 dilation_rate=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
+                         use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer,
+                         bias_regularizer, **kwargs)
+        reject_unsupported(self, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, bias_constraint=bias_constraint)
+
+    def compute_output_shape(self, input_shape):
+        channels = input_channels(self, input_shape, 1)
+        return self._window_output_shape(input_shape, channels * self.depth_multiplier)
+
+    def build(self, input_shape):
+        self.kernel = self._depthwise_kernel(input_shape, "kernel")
+        self._add_bias(input_shape[-1] * self.depth_multiplier)
+        self.built = True
+
+    def call(self, inputs):
+        out = ops.depthwise_conv(inputs, self.kernel, self.strides, self.padding, dilation_rate=self.dilation_rate,
+                                 bias=self.bias, relu=self.activation is activations.relu)
+        return self._finish(out)
+
+
+class SeparableConv1D(_Depthwise1DBase):
+    """A depthwise convolution then a pointwise (size 1) convolution to ``filters`` channels.
+
+    Weights, in Keras's order: ``depthwise_kernel (k, in, multiplier)``,
+    ``pointwise_kernel (1, in * multiplier, filters)``, ``bias (filters,)``.
+    """
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,
+                 depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 pointwise_initializer="glorot_uniform", bias_initializer="zeros", depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
+                         use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer,
+                         bias_regularizer, **kwargs)
+        reject_unsupported(self, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
+                           bias_constraint=bias_constraint)
+        if not isinstance(filters, int) or filters <= 0:
+            raise ValueError(f"Invalid value for argument `filters` of layer '{self.name}'. Expected a strictly "
+                             f"positive integer. Received filters={filters}.")
+        self.filters = filters
+        self.pointwise_initializer = initializers.get(pointwise_initializer)
+        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
+
+    def compute_output_shape(self, input_shape):
+        input_channels(self, input_shape, 1)
+        return self._window_output_shape(input_shape, self.filters)
+
+    def build(self, input_shape):
+        self.depthwise_kernel = self._depthwise_kernel(input_shape, "depthwise_kernel")
+        self.pointwise_kernel = self.add_weight(
+            shape=(1, input_shape[-1] * self.depth_multiplier, self.filters), initializer=self.pointwise_initializer,
+            regularizer=self.pointwise_regularizer, name="pointwise_kernel")
+        self._add_bias(self.filters)
+        self.built = True
+
+    def call(self, inputs):
+        out = ops.separable_conv(inputs, self.depthwise_kernel, self.pointwise_kernel, self.strides, self.padding,
+                                 dilation_rate=self.dilation_rate, bias=self.bias,
+                                 relu=self.activation is activations.relu)
+        return self._finish(out)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "filters": self.filters,
+            "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
+            "pointwise_regularizer": serialize_regularizer(self.pointwise_regularizer),
+        })
+        return config
+
+
+SeparableConvolution1D = SeparableConv1D

@@ -1,0 +1,1 @@
+"""Core layers: Input, Dense, Identity, EinsumDense, Embedding, Lambda, Masking and the Wrapper base."""

@@ -1,0 +1,57 @@
+"""Dense: ``activation(inputs @ kernel + bias)`` with Keras's arguments and weights."""
+import numpy as np
+from kgraph import activations, initializers, ops, regularizers
+from kgraph.layers.input_spec import InputSpec
+from kgraph.layers.layer import Layer
+from kgraph.random import generator
+
+
+class Dense(Layer):
+    """``activation(inputs @ kernel + bias)`` on the last axis; kernel shape (input_dim, units)."""
+
+    _masking = True
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(units, (int, np.integer)) or units <= 0:
+            raise ValueError(f"Received an invalid value for `units`, expected a positive integer. "
+                             f"Received: units={units}")
+        self.units = int(units)
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer) if kernel_regularizer else None
+        self.bias_regularizer = regularizers.get(bias_regularizer) if bias_regularizer else None
+        self.input_spec = InputSpec(min_ndim=2)
+
+    def build(self, input_shape):
+        input_dim = input_shape[-1]
+        if input_dim is None:
+            raise ValueError(f"The last dimension of the inputs to Dense layer '{self.name}' must be defined. "
+                             f"Received: input_shape={input_shape}")
+        self.kernel = self.add_weight(shape=(input_dim, self.units), initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer, name="kernel")
+        self.bias = self.add_weight(shape=(self.units,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+        self.input_spec = InputSpec(min_ndim=2, axes={-1: input_dim})
+        self.built = True
+
+    def call(self, inputs):
+        return self.activation(ops.dense(inputs, self.kernel, self.bias))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "units": self.units, "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer) if self.kernel_regularizer else None,
+            "bias_regularizer": regularizers.serialize(self.bias_regularizer) if self.bias_regularizer else None,
+        })
+        return config

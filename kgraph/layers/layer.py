@@ -1,0 +1,416 @@
+"""Layer: the unit of computation, called eagerly on arrays or symbolically on KerasTensors."""
+import inspect
+
+import numpy as np
+
+from kgraph.backend import autodiff as _autodiff
+from kgraph import backend, tree
+from kgraph.layers import mask_propagation as masking
+from kgraph.utils import naming
+from kgraph.layers.input_spec import assert_input_compatibility
+from kgraph.graph.keras_tensor import KerasTensor, shape_of
+from kgraph.graph.node import Node
+from kgraph.graph.operation import Operation
+from kgraph.backend.variable import Variable
+
+_REGISTRY = {}
+_call_depth = [0]
+
+
+def get_registered_layer(class_name):
+    """The kgraph layer class registered under ``class_name``, or None."""
+    return _REGISTRY.get(class_name)
+
+
+def _is_shape(x):
+    return isinstance(x, tuple) and all(d is None or isinstance(d, (int, np.integer)) for d in x)
+
+
+class Layer(Operation):
+    """Base class of every layer: an Operation with weights, ``build`` and ``get_config``.
+
+    A new layer is one small class: ``build(input_shape)`` creates weights with
+    ``add_weight``, ``call(inputs, ...)`` computes with ``kgraph.ops``, operators
+    or NumPy (recorded on the tape, so it trains without backward code),
+    ``get_config()`` lists constructor arguments. ``compute_output_shape``
+    (optional) gives the output shape for symbolic calls; without it, ``call``
+    is traced on KerasTensors (see ``kgraph.graph.tracing``).
+    """
+
+    _preserves_dtype = False
+    _call_accepts_training = True
+    _call_accepts_mask = False
+    _call_mask_arguments = ()
+    # Layers that pass a mask through unchanged set this (Keras's supports_masking=True in __init__).
+    _masking = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _REGISTRY.setdefault(cls.__name__, cls)
+        params = inspect.signature(cls.call).parameters
+        cls._call_accepts_training = "training" in params or any(
+            p.kind is p.VAR_KEYWORD for p in params.values())
+        build_params = [p for p in inspect.signature(cls.build).parameters.values()
+                        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        cls._build_arity = len(build_params) - 1
+        cls._call_accepts_mask = "mask" in params
+        cls._call_mask_arguments = tuple(name[:-5] for name in params if name.endswith("_mask") and
+                                         name[:-5] in params)
+
+    def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, batch_size=None,
+                 input_dim=None, batch_input_shape=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}: {kwargs}")
+        if name is not None and (not isinstance(name, str) or "/" in name or not name):
+            raise ValueError(f"Argument `name` must be a non-empty string without '/'. Received: name={name!r}")
+        object.__setattr__(self, "_layers", [])
+        self.name = name or naming.uniquify(naming.to_snake_case(type(self).__name__))
+        self._trainable = bool(trainable)
+        self.dtype = backend.standardize_dtype(dtype)
+        self.built = False
+        self.input_spec = None
+        # As in Keras 3: a layer that defines compute_mask supports masking; others set it themselves.
+        self.supports_masking = type(self)._masking or type(self).compute_mask is not Layer.compute_mask
+        self._inbound_nodes = []
+        self._outbound_nodes = []
+        self._trainable_variables = []
+        self._non_trainable_variables = []
+        self._regularized = []
+        self._losses = []
+        self._build_input_shape = None
+        if input_dim is not None and input_shape is None:
+            input_shape = (input_dim,)
+        if batch_input_shape is None and input_shape is not None:
+            batch_input_shape = (batch_size,) + tuple(input_shape)
+        self._batch_input_shape = tuple(batch_input_shape) if batch_input_shape is not None else None
+
+    # ----- tracking -------------------------------------------------------
+    def __setattr__(self, name, value):
+        if name[0] != "_" and (isinstance(value, Layer) or (type(value) in (list, tuple) and value)):
+            for item in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(item, Layer) and item is not self and not any(item is l for l in self._layers):
+                    self._layers.append(item)
+        object.__setattr__(self, name, value)
+
+    def _flatten_layers(self, include_self=True):
+        """Every layer under this one, depth first, each once."""
+        out, seen = [], set()
+        stack = [self] if include_self else list(reversed(self._layers))
+        while stack:
+            layer = stack.pop()
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            out.append(layer)
+            stack.extend(reversed(layer._layers))
+        return out
+
+    @property
+    def compute_dtype(self):
+        return self.dtype
+
+    @property
+    def variable_dtype(self):
+        return self.dtype
+
+    # ----- weights --------------------------------------------------------
+    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, regularizer=None,
+                   constraint=None, name=None):
+        """Create a weight Variable owned by this layer."""
+        from kgraph import initializers, regularizers
+        shape = tuple(int(d) for d in (shape or ()))
+        dtype = backend.standardize_dtype(dtype or self.dtype)
+        if initializer is None:
+            initializer = "glorot_uniform" if np.issubdtype(np.dtype(dtype), np.floating) else "zeros"
+        value = initializers.get(initializer)(shape, dtype=dtype)
+        name = name or f"variable_{len(self._trainable_variables) + len(self._non_trainable_variables)}"
+        variable = Variable(value, name=name, trainable=trainable, dtype=dtype, path=f"{self.name}/{name}")
+        (self._trainable_variables if trainable else self._non_trainable_variables).append(variable)
+        if regularizer is not None:
+            self._regularized.append((variable, regularizers.get(regularizer)))
+        return variable
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        for layer in self._flatten_layers():
+            layer._trainable = bool(value)
+
+    @property
+    def weights(self):
+        out, seen = [], set()
+        for layer in self._flatten_layers():
+            for v in layer._trainable_variables + layer._non_trainable_variables:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+        return out
+
+    @property
+    def variables(self):
+        return self.weights
+
+    @property
+    def trainable_weights(self):
+        if not self.trainable:
+            return []
+        out = []
+        for layer in self._flatten_layers():
+            if layer.trainable:
+                out.extend(layer._trainable_variables)
+        return _unique(out)
+
+    @property
+    def trainable_variables(self):
+        return self.trainable_weights
+
+    @property
+    def non_trainable_weights(self):
+        trainable = {id(v) for v in self.trainable_weights}
+        return [v for v in self.weights if id(v) not in trainable]
+
+    @property
+    def non_trainable_variables(self):
+        return self.non_trainable_weights
+
+    def get_weights(self):
+        return [v.numpy() for v in self.weights]
+
+    def set_weights(self, weights):
+        params = self.weights
+        if len(params) != len(weights):
+            raise ValueError(
+                f"You called `set_weights(weights)` on layer '{self.name}' with a weight list of length "
+                f"{len(weights)}, but the layer was expecting {len(params)} weights.")
+        for variable, value in zip(params, weights):
+            value = np.asarray(value)
+            if tuple(variable.shape) != value.shape:
+                raise ValueError(
+                    f"Layer {self.name} weight shape {tuple(variable.shape)} is not compatible with "
+                    f"provided weight shape {value.shape} (weight '{variable.path}').")
+        for variable, value in zip(params, weights):
+            variable.assign(value)
+
+    def count_params(self):
+        if not self.built:
+            raise ValueError(
+                f"You tried to call `count_params` on layer '{self.name}', but the layer isn't built. "
+                "You can build it manually via: `layer.build(input_shape)`.")
+        return int(sum(int(np.prod(v.shape)) for v in self.weights))
+
+    # ----- losses ---------------------------------------------------------
+    def add_loss(self, loss):
+        """Add a scalar loss term (computed with kgraph.ops) during ``call``."""
+        self._losses.append(loss)
+
+    @property
+    def losses(self):
+        """Losses added by ``add_loss`` in the last call, plus weight regularization."""
+        out = []
+        for layer in self._flatten_layers():
+            out.extend(layer._losses)
+            for variable, regularizer in layer._regularized:
+                if layer.trainable:
+                    out.append(regularizer(variable))
+        return out
+
+    # ----- building and calling -------------------------------------------
+    def build(self, input_shape):
+        """Keras's default: a user's layer (or subclassed model) that keeps unbuilt sub-layers builds them by
+        running ``call`` once on KerasTensors of ``input_shape`` (nothing of that run stays in any graph)."""
+        if not type(self).__module__.startswith("kgraph.") and \
+                any(not layer.built for layer in self._flatten_layers(include_self=False)):
+            self._build_sublayers_symbolically(input_shape)
+        self.built = True
+
+    def _build_sublayers_symbolically(self, input_shape):
+        from kgraph.layers.core.input_layer import Input
+        from kgraph.graph.tracing import scratch
+
+        def tensors(shape):
+            if isinstance(shape, (tuple, list)) and all(d is None or isinstance(d, (int, np.integer)) for d in shape):
+                return Input(batch_shape=tuple(shape), dtype=self.compute_dtype)
+            if isinstance(shape, dict):
+                return {k: tensors(v) for k, v in shape.items()}
+            return [tensors(s) for s in shape]
+        try:
+            with scratch():
+                self.call(tensors(input_shape))
+        except Exception:  # noqa: BLE001 - a call that cannot run symbolically builds its sub-layers on data later
+            pass
+
+    def _maybe_build(self, args):
+        if self.built:
+            return
+        shapes = [tree.map_structure(shape_of, a) for a in args]
+        self._build_input_shape = shapes[0]
+        if self._build_arity >= 2 and len(shapes) >= 2:
+            self._build_extra_shapes = shapes[1: self._build_arity]
+            self.build(*shapes[: self._build_arity])
+        else:
+            self.build(shapes[0])
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        return inputs
+
+    def compute_mask(self, inputs, previous_mask):
+        """The mask of the outputs: by default the input's mask, passed through."""
+        return previous_mask
+
+    def compute_output_shape(self, input_shape):
+        raise NotImplementedError(
+            f"Layer '{self.name}' of class {type(self).__name__} does not implement "
+            "`compute_output_shape(input_shape)`, which kgraph needs to call it on symbolic "
+            "KerasTensors (it never runs a layer on dummy data). Define it on the layer class.")
+
+    def compute_output_spec(self, *args, **kwargs):
+        """KerasTensors describing the outputs, from ``compute_output_shape`` or by tracing ``call``."""
+        if type(self).compute_output_shape is Layer.compute_output_shape:
+            from kgraph.graph import tracing
+            return tracing.layer_output_spec(self, args, kwargs)
+        shapes = tree.map_structure(shape_of, args[0])
+        out_shape = self.compute_output_shape(shapes)
+        first = tree.flatten(args[0])[0]
+        dtype = first.dtype if self._preserves_dtype else self.compute_dtype
+        if _is_shape(out_shape):
+            return KerasTensor(out_shape, dtype=dtype, name=self.name)
+        leaves = _shape_leaves(out_shape)
+        tensors = [KerasTensor(s, dtype=dtype, name=f"{self.name}_{i}") for i, s in enumerate(leaves)]
+        return _pack_shapes(out_shape, iter(tensors))
+
+    def __call__(self, *args, **kwargs):
+        if not args:
+            raise ValueError(f"Layer '{self.name}' was called without inputs. Pass the inputs as the "
+                             "first positional argument.")
+        if len(args) == 1 and not kwargs:
+            symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten(args[0]))
+        else:
+            symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten([list(args), kwargs]))
+        assert_input_compatibility(self.input_spec, args[0], self.name)
+        if "training" in kwargs and not self._call_accepts_training:
+            kwargs = {k: v for k, v in kwargs.items() if k != "training"}
+        if symbolic:
+            self._maybe_build(args)
+            assert_input_compatibility(self.input_spec, args[0], self.name)
+            outputs = self.compute_output_spec(*args, **kwargs)
+            Node(self, args, kwargs, outputs)
+            masking.set_symbolic_masks(self, args, kwargs, outputs)
+            return outputs
+        args = (tree.map_structure(self._convert_input, args[0]),) + args[1:]
+        self._maybe_build(args)
+        outermost = _call_depth[0] == 0
+        if outermost:
+            for layer in self._flatten_layers():
+                layer._losses.clear()
+        _call_depth[0] += 1
+        try:
+            return self.call(*args, **kwargs)
+        finally:
+            _call_depth[0] -= 1
+
+    def _convert_input(self, x):
+        if type(x) is np.ndarray and _autodiff._active_tapes:
+            x = _autodiff.on_tape(x)
+        if isinstance(x, (np.ndarray, Variable)):
+            if x.dtype != self.compute_dtype and np.issubdtype(np.dtype(x.dtype), np.floating) \
+                    and np.issubdtype(np.dtype(self.compute_dtype), np.floating):
+                from kgraph import ops
+                return ops.cast(x, self.compute_dtype)
+            return x
+        if x is None:
+            return x
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise TypeError(f"Layer '{self.name}' received an input that is not a numeric array: {x!r}")
+        if np.issubdtype(arr.dtype, np.floating):
+            arr = arr.astype(self.compute_dtype)
+        return arr
+
+    # ----- graph position ---------------------------------------------------
+    def _single_node(self, attr):
+        if not self._inbound_nodes:
+            raise AttributeError(f"Layer '{self.name}' has never been called and thus has no defined {attr}.")
+        if len(self._inbound_nodes) > 1:
+            raise AttributeError(
+                f"Layer '{self.name}' has multiple inbound nodes, hence the notion of 'layer {attr}' is "
+                f"ill-defined. Use `layer.inbound_nodes[i].{'input_tensors' if attr.startswith('input') else 'output_tensors'}` instead.")
+        return self._inbound_nodes[0]
+
+    @property
+    def input(self):
+        node = self._single_node("input")
+        return node.input_tensors[0] if len(node.input_tensors) == 1 else list(node.input_tensors)
+
+    @property
+    def output(self):
+        node = self._single_node("output")
+        return node.outputs
+
+    @property
+    def input_shape(self):
+        node = self._single_node("input shape")
+        shapes = node.input_shapes
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_shape(self):
+        return tree.map_structure(lambda t: t.shape, self._single_node("output shape").outputs)
+
+    # ----- serialization ----------------------------------------------------
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = list(self._batch_input_shape)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def get_build_config(self):
+        if self._build_input_shape is None:
+            return None
+        config = {"input_shape": self._build_input_shape}
+        if getattr(self, "_build_extra_shapes", None):
+            config["extra_shapes"] = list(self._build_extra_shapes)
+        return config
+
+    def build_from_config(self, config):
+        """Build from ``get_build_config`` output (every positional shape ``build`` took)."""
+        if config and not self.built:
+            self.build(config["input_shape"], *config.get("extra_shapes", []))
+            self._build_input_shape = config["input_shape"]
+            self.built = True
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+def _shape_leaves(structure):
+    if _is_shape(structure):
+        return [structure]
+    if isinstance(structure, dict):
+        return [s for k in sorted(structure) for s in _shape_leaves(structure[k])]
+    return [s for item in structure for s in _shape_leaves(item)]
+
+
+def _pack_shapes(structure, it):
+    if _is_shape(structure):
+        return next(it)
+    if isinstance(structure, dict):
+        filled = {k: _pack_shapes(structure[k], it) for k in sorted(structure)}
+        return {k: filled[k] for k in structure}
+    return type(structure)(_pack_shapes(s, it) for s in structure)
+
+
+def _unique(items):
+    seen, out = set(), []
+    for item in items:
+        if id(item) not in seen:
+            seen.add(id(item))
+            out.append(item)
+    return out

@@ -1,0 +1,1 @@
+"""Merge layers: Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, Dot."""

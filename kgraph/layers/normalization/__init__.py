@@ -1,0 +1,1 @@
+"""Normalization layers: batch, layer, unit, group, RMS and spectral normalization."""

@@ -1,0 +1,1 @@
+"""Preprocessing layers: numeric, lookup, text, hashing, image, audio and pipelines."""

@@ -1,0 +1,1 @@
+"""Random augmentation layers of images, and the policies built from them."""

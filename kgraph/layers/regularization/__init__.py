@@ -1,0 +1,1 @@
+"""Regularization layers: dropout variants, noise and activity regularization."""

@@ -1,0 +1,23 @@
+"""SpatialDropout3D: drops whole channels of a volume."""
+from kgraph import ops
+from kgraph.layers.input_spec import InputSpec
+from kgraph.layers.convolutional.conv import BaseConv, check_data_format
+from kgraph.layers.regularization.dropout import Dropout
+from kgraph.layers.pooling.pooling import BasePooling, GlobalPooling
+from kgraph.layers.reshaping.spatial import _Cropping, _Spatial, _ZeroPadding
+from kgraph.ops.kernels.windows import normalize_tuple
+
+
+class SpatialDropout3D(Dropout):
+    """Dropout of entire channels of a volume: one draw per example and channel."""
+
+    def __init__(self, rate, data_format=None, seed=None, **kwargs):
+        super().__init__(rate, noise_shape=(None, 1, 1, 1, None), seed=seed, **kwargs)
+        self.data_format = check_data_format(self, data_format)
+        self.input_spec = InputSpec(ndim=5)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("noise_shape", None)
+        config["data_format"] = self.data_format
+        return config

@@ -1,0 +1,1 @@
+"""Recurrent layers: SimpleRNN, LSTM, GRU, RNN with cells, Bidirectional, TimeDistributed, ConvLSTM."""

@@ -1,0 +1,1 @@
+"""Numeric kernels behind the ops: sliding windows, Winograd convolution, large-buffer reuse."""

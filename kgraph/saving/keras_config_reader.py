@@ -1,0 +1,221 @@
+"""Keras 3 configs (``config.json`` of a ``.keras`` archive) -> kgraph's serialized layers.
+
+Keras writes every object as ``{"module", "class_name", "config", "registered_name"}``. Classes are looked up
+by name in kgraph's own registries (layers, ``kgraph.ops``, initializers, regularizers); no module named in the
+file is ever imported, so reading a config never runs code from it.
+"""
+import inspect
+import warnings
+
+from kgraph import initializers
+from kgraph.layers.layer import get_registered_layer
+from kgraph.ops.operations import get_op_class
+from kgraph.saving.registration import get_registered_object
+from kgraph.saving.serialization import OPS_MODULE
+
+_PLAIN_FORMS = ("__keras_tensor__", "__tuple__", "__slice__", "__numpy__", "__ellipsis__")
+_MODEL_CLASSES = ("Functional", "Sequential")
+# Keras arguments whose saved value has no effect unless another argument, left unset, enables them.
+_INERT = {("renorm_momentum", 0.99)}
+_UNSUPPORTED_POLICIES = ("mixed_", "bfloat16", "int8", "int4", "float8", "gptq", "awq")  # prefixes
+
+
+def _unknown(kind, data, path):
+    name = data.get("class_name")
+    module = f" (module '{data['module']}')" if data.get("module") else ""
+    return ValueError(f"Unknown {kind} '{name}'{module} at {path} of the .keras config: kgraph has no built-in "
+                      f"{kind} of that name. If it is your own, pass it when loading: "
+                      f"`custom_objects={{'{name}': {name}}}`.")
+
+
+def _is_object(value):
+    return isinstance(value, dict) and "class_name" in value and "config" in value
+
+
+def _module(data):
+    return data.get("module") or ""
+
+
+def layer_from_keras(data, custom_objects, path="config"):
+    """One Keras-serialized layer, model or op as kgraph's ``{"class_name", "config"[, "module"]}``."""
+    if not _is_object(data):
+        raise ValueError(f"Expected a Keras object with 'class_name' and 'config' at {path} of the .keras config. "
+                         f"Received: {str(data)[:200]}")
+    class_name, registered = data["class_name"], data.get("registered_name")
+    for key in (class_name, registered):
+        # custom_objects, or a class the user registered (register_keras_serializable) under the file's name
+        if key in custom_objects or (key == registered and key and get_registered_object(key) is not None):
+            return _with_build_config({"class_name": key, "config": _value(data["config"], custom_objects, path)},
+                                      data)
+    if _module(data).startswith(("keras.src.ops.", "keras.ops")):
+        if get_op_class(class_name) is None:
+            raise _unknown("operation class", data, path)
+        return {"class_name": class_name, "module": OPS_MODULE,
+                "config": _value(data["config"], custom_objects, path)}
+    if class_name in _MODEL_CLASSES:
+        return _model_from_keras(data, custom_objects, path)
+    cls = get_registered_layer(class_name)
+    # A user's layer class counts only when its module, already imported by the user, is the one the file names.
+    if cls is None or not (_module(data).startswith("keras") or _module(data) == cls.__module__):
+        raise _unknown("layer class", data, path)
+    config, functions = data["config"], {}
+    if class_name == "Bidirectional":
+        config = _without_zero_output_for_mask(config)
+    if class_name == "Lambda":  # kgraph's Lambda takes its functions from custom_objects, by name
+        functions = {k: v for k, v in config.items() if _is_object(v) and v["class_name"] == "function"}
+        config = {k: v for k, v in config.items() if k not in functions}
+    config = _value(config, custom_objects, f"{path}['{class_name}']")
+    out = {"class_name": class_name, "config": {**_supported_arguments(cls, config, path), **functions}}
+    return out if cls.__module__.startswith("kgraph.") else _with_build_config(out, data)
+
+
+def _with_build_config(out, data):
+    """A user's layer or subclassed model keeps Keras's ``build_config`` input shape: built from it, its
+    sub-layers have their weights before the weights file is read."""
+    shape = (data.get("build_config") or {}).get("input_shape")
+    if shape is not None:
+        out["build_config"] = {"input_shape": shape}
+    return out
+
+
+def _without_zero_output_for_mask(config):
+    """Keras saves the wrapped layers' ``zero_output_for_mask``; kgraph's Bidirectional sets it the same way."""
+    config = dict(config)
+    for key in ("layer", "backward_layer"):
+        if _is_object(config.get(key)):
+            inner = {k: v for k, v in config[key]["config"].items() if k != "zero_output_for_mask"}
+            config[key] = dict(config[key], config=inner)
+    return config
+
+
+def _model_from_keras(data, custom_objects, path):
+    config = data["config"]
+    layers = []
+    for i, entry in enumerate(config.get("layers", [])):
+        layer = layer_from_keras(entry, custom_objects, f"{path}.layers[{i}]")
+        if "name" in entry:
+            layer["name"] = entry["name"]
+        if "inbound_nodes" in entry:
+            layer["inbound_nodes"] = _value(entry["inbound_nodes"], custom_objects, f"{path}.layers[{i}]")
+        if layer.get("module") == OPS_MODULE:
+            _arguments_to_calls(layer)
+        layers.append(layer)
+    if data["class_name"] == "Sequential":
+        out = {"class_name": "Sequential", "config": {"name": config.get("name"), "layers": layers,
+                                                      "trainable": config.get("trainable", True)}}
+        shape = (data.get("build_config") or {}).get("input_shape") or config.get("build_input_shape")
+        if shape is not None and not any(entry["class_name"] == "InputLayer" for entry in layers):
+            out["build_config"] = {"input_shape": shape}
+        return out
+    kept = {k: config[k] for k in ("name", "trainable") if k in config}
+    nested = {entry.get("name") for entry in config.get("layers", []) if entry.get("class_name") == "Functional"}
+    for key in ("input_layers", "output_layers"):
+        kept[key] = shift_model_refs(config[key], nested, -1)
+    return {"class_name": "Functional", "config": {**kept, "layers": layers}}
+
+
+def shift_model_refs(structure, names, delta):
+    """Keras numbers a nested Functional's nodes from 1 in ``input_layers``/``output_layers`` (node 0 is the
+    model's own); kgraph numbers them from 0. Shifts the node index of references to ``names`` by ``delta``."""
+    if isinstance(structure, list) and len(structure) == 3 and isinstance(structure[0], str):
+        name, node, index = structure
+        return [name, node + delta if name in names else node, index]
+    if isinstance(structure, dict):
+        return {k: shift_model_refs(v, names, delta) for k, v in structure.items()}
+    return [shift_model_refs(v, names, delta) for v in structure]
+
+
+def _arguments_to_calls(op):
+    """Keras ops hold their non-tensor arguments in the config; kgraph ops take them in each call."""
+    config = op["config"]
+    keywords = {k: v for k, v in config.items() if k != "name"}
+    op["config"] = {"name": config.get("name")}
+    for node in op.get("inbound_nodes", []):
+        node["kwargs"] = {**keywords, **node.get("kwargs", {})}
+        if op["class_name"] == "GetItem" and len(node["args"]) == 2 and isinstance(node["args"][1], list):
+            node["args"][1] = {"class_name": "__tuple__", "config": {"value": node["args"][1]}}  # Keras saves a list
+
+
+def _value(value, custom_objects, path):
+    """Translate the Keras objects inside one config value (dtype policies, initializers, nested layers...)."""
+    if isinstance(value, list):
+        return [_value(v, custom_objects, path) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if not _is_object(value):
+        return {k: _value(v, custom_objects, f"{path}.{k}") for k, v in value.items()}
+    class_name, module = value["class_name"], _module(value)
+    if class_name in _PLAIN_FORMS:
+        return {"class_name": class_name, "config": _value(value["config"], custom_objects, path)}
+    if class_name == "__lambda__":
+        raise ValueError(f"Refusing to load the Python bytecode stored at {path} of the .keras config (a `lambda`): "
+                         "kgraph never runs code from a model file. Re-create the function in code and pass it "
+                         "by name in `custom_objects`.")
+    if class_name.endswith("DTypePolicy"):
+        return _dtype(value, path)
+    if module.startswith(("keras.initializers", "keras.src.initializers")):
+        return _initializer(value, path)
+    if module.startswith(("keras.regularizers", "keras.src.regularizers")):
+        if class_name not in ("L1", "L2", "L1L2"):
+            raise _unknown("regularizer class", value, path)
+        return {"class_name": class_name, "config": value["config"]}
+    if module.startswith(("keras.constraints", "keras.src.constraints")):
+        warnings.warn(f"kgraph does not apply weight constraints: {class_name} at {path} of the .keras config is "
+                      "dropped (predictions are unchanged; training will not enforce it).", stacklevel=2)
+        return None
+    if class_name == "function":
+        if module.startswith(("keras.activations", "keras.src.activations")):
+            return value["config"]
+        if value["config"] in custom_objects:
+            return custom_objects[value["config"]]
+        raise _unknown("function", dict(value, class_name=value["config"]), path)
+    return layer_from_keras(value, custom_objects, path)
+
+
+def _dtype(value, path):
+    name = value["config"].get("name")
+    if not isinstance(name, str) or name.startswith(_UNSUPPORTED_POLICIES):
+        raise ValueError(f"kgraph supports plain float/int dtype policies only. Received: dtype policy "
+                         f"{name!r} ({value['class_name']}) at {path} of the .keras config.")
+    return name
+
+
+def _initializer(value, path):
+    class_name = value["class_name"]
+    try:
+        cls = type(initializers.get({"class_name": class_name, "config": {}}))
+    except (ValueError, TypeError):
+        raise _unknown("initializer class", value, path) from None
+    accepted = constructor_arguments(cls)
+    config = {k: v for k, v in value["config"].items() if v is not None or k in accepted}
+    extra = sorted(set(config) - accepted)
+    if extra:
+        raise ValueError(f"Initializer {class_name} at {path} of the .keras config uses arguments kgraph does not "
+                         f"support: {extra}. Received: {value['config']}")
+    return {"class_name": class_name, "config": config}
+
+
+def constructor_arguments(cls):
+    """Constructor argument names of ``cls``, following ``**kwargs`` up the class hierarchy."""
+    names = set()
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(klass.__init__).parameters
+        names.update(n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and n != "self")
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            break
+    return names
+
+
+def _supported_arguments(cls, config, path):
+    """``config`` without Keras arguments kgraph lacks, when they are left at values that change nothing."""
+    accepted = constructor_arguments(cls)
+    out = {}
+    for key, value in config.items():
+        if key in accepted:
+            out[key] = value
+        elif value not in (None, False, 0, 0.0, [], {}) and (key, value) not in _INERT:
+            raise ValueError(f"Layer '{config.get('name')}' ({cls.__name__}) at {path} of the .keras config uses "
+                             f"`{key}={value!r}`, which kgraph does not support.")
+    return out

@@ -1,0 +1,131 @@
+"""kgraph models -> Keras 3 configs (the ``config.json`` of a ``.keras`` archive that Keras loads)."""
+from kgraph.saving.keras_config_reader import shift_model_refs
+from kgraph.layers.layer import get_registered_layer
+from kgraph.saving.registration import get_registered_name
+from kgraph.saving.serialization import OPS_MODULE, serialize_layer
+
+_OP_MODULES = {
+    "nn": ("AveragePool Conv ConvTranspose DepthwiseConv Elu Gelu HardSigmoid HardSilu LeakyRelu LogSigmoid "
+           "LogSoftmax MaxPool Moments OneHot Relu Relu6 Selu SeparableConv Sigmoid Silu Softmax Softplus "
+           "Softsign").split(),
+    "math": "Erf Erfc Logsumexp Rsqrt".split(),
+    "core": "Cast StopGradient Unstack".split(),
+}
+_OP_MODULE = {name: f"keras.src.ops.{module}" for module, names in _OP_MODULES.items() for name in names}
+# kgraph ops without a Keras Operation of the same name (fused or kgraph-only); any other op is in ops.numpy.
+_KGRAPH_ONLY_OPS = {"Allclose", "BatchNormalization", "ConvMaxPool", "Dense", "Eye", "Gru", "HardSwish",
+                    "LayerNormalization", "Lstm", "Ones", "SimpleRnn", "Swish", "Zeros"}
+_DROPPED_ARGUMENTS = ("batch_input_shape",)
+# Keras 3.15's layers whose constructors take no `trainable` (nor **kwargs).
+_KERAS_REJECTS = {name: ("trainable",) for name in ("Discretization", "Pipeline", "SpatialDropout1D",
+                                                    "SpatialDropout2D", "SpatialDropout3D")}
+
+
+def model_to_keras(model):
+    """Keras 3's top-level config of ``model`` (module, class_name, config, registered_name, build_config)."""
+    return _layer(serialize_layer(model), model.name)
+
+
+def _layer(data, where):
+    class_name = data["class_name"]
+    if data.get("module") == OPS_MODULE:
+        return _op(data, where)
+    config = data["config"]
+    if class_name == "Functional":
+        nested = {entry["name"] for entry in config["layers"] if entry["class_name"] == "Functional"}
+        config = dict(config, layers=[_entry(entry, where) for entry in config["layers"]],
+                      input_layers=shift_model_refs(config["input_layers"], nested, 1),
+                      output_layers=shift_model_refs(config["output_layers"], nested, 1))
+        return {"module": "keras.src.models.functional", "class_name": "Functional", "config": config,
+                "registered_name": "Functional", "build_config": {"input_shape": None}}
+    if class_name == "Sequential":
+        config = dict(config, layers=[_layer(entry, where) for entry in config["layers"]])
+        return {"module": "keras", "class_name": "Sequential", "config": config, "registered_name": None}
+    config = {k: v for k, v in config.items() if k not in _KERAS_REJECTS.get(class_name, ())}
+    out = {**_origin(class_name), "class_name": class_name, "config": _config(config, f"{where}/{class_name}")}
+    build = data.get("build_config")
+    if build and "extra_shapes" not in build:
+        # Keras builds from {"input_shape": ...} or from the keyword shapes of build() under "shapes_dict".
+        out["build_config"] = build if "input_shape" in build else \
+            {"shapes_dict": {k: v for k, v in build.items() if v is not None}}
+    return out
+
+
+def _origin(class_name):
+    """Built-in layers are Keras's; a user's layer keeps its module and its registered name (``package>name``, or
+    its class name), the name a Keras user passes in ``custom_objects`` to supply a Keras version of it."""
+    cls = get_registered_layer(class_name)
+    module = getattr(cls, "__module__", "")
+    if module.startswith("kgraph."):
+        return {"module": "keras.layers", "registered_name": None}
+    return {"module": module, "registered_name": get_registered_name(cls)}
+
+
+def _entry(entry, where):
+    out = _layer(entry, where)
+    out["name"] = entry["name"]
+    out["inbound_nodes"] = _without_tuples(entry["inbound_nodes"])
+    if out["module"].startswith("keras.src.ops."):
+        out["config"], out["inbound_nodes"] = _op_arguments(dict(entry, inbound_nodes=out["inbound_nodes"]), where)
+    return out
+
+
+def _op(data, where):
+    class_name = data["class_name"]
+    if class_name in _KGRAPH_ONLY_OPS:
+        raise ValueError(f"Cannot save operation '{data['config'].get('name')}' ({class_name}) of model "
+                         f"'{where}' in a .keras file: Keras 3 has no operation of that name.")
+    return {"module": _OP_MODULE.get(class_name, "keras.src.ops.numpy"), "class_name": class_name,
+            "config": dict(data["config"]), "registered_name": class_name}
+
+
+def _op_arguments(entry, where):
+    """Keras ops take their non-tensor keyword arguments in the constructor, kgraph's in each call."""
+    nodes = entry["inbound_nodes"]
+    keywords = [{k: v for k, v in node["kwargs"].items() if not _has_tensor(v)} for node in nodes]
+    if any(k != keywords[0] for k in keywords[1:]):
+        raise ValueError(f"Cannot save operation '{entry['name']}' of model '{where}' in a .keras file: its calls "
+                         f"use different arguments ({keywords}), and a Keras operation has one set.")
+    config = dict(entry["config"], **(keywords[0] if keywords else {}))
+    nodes = [{"args": node["args"], "kwargs": {k: v for k, v in node["kwargs"].items() if _has_tensor(v)}}
+             for node in nodes]
+    return config, nodes
+
+
+def _without_tuples(value):
+    """Keras 3 writes tuples in call arguments as JSON lists (and has no ``__tuple__`` form)."""
+    if isinstance(value, list):
+        return [_without_tuples(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("class_name") == "__tuple__":
+        return _without_tuples(value["config"]["value"])
+    return {k: _without_tuples(v) for k, v in value.items()}
+
+
+def _has_tensor(value):
+    if isinstance(value, dict):
+        return value.get("class_name") == "__keras_tensor__" or any(_has_tensor(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_tensor(v) for v in value)
+    return False
+
+
+def _config(config, where):
+    out = {}
+    for key, value in config.items():
+        if key in _DROPPED_ARGUMENTS:
+            continue
+        if key.endswith("_initializer") and isinstance(value, dict):
+            value = {"module": "keras.initializers", "class_name": value["class_name"],
+                     "config": value.get("config", {}), "registered_name": None}
+        elif key.endswith("_regularizer") and isinstance(value, dict):
+            value = {"module": "keras.regularizers", "class_name": value["class_name"],
+                     "config": value.get("config", {}), "registered_name": None}
+        elif isinstance(value, dict) and "class_name" in value and "config" in value \
+                and isinstance(value["config"], dict) and "name" in value["config"]:
+            value = _layer(value, where)
+        elif isinstance(value, list) and value and all(isinstance(v, dict) and "class_name" in v for v in value):
+            value = [_layer(v, where) for v in value]
+        out[key] = value
+    return out

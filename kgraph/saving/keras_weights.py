@@ -1,0 +1,223 @@
+"""``model.weights.h5`` of a ``.keras`` archive <-> kgraph variables, by the h5 paths Keras 3 gives them.
+
+Keras stores each layer's own variables at ``<path>/vars/<i>``; a model's layers sit under ``layers/<name>``
+where ``<name>`` is the snake-cased class name, numbered per model in layer order (``dense``, ``dense_1``),
+and sub-layers under the attribute that holds them (``lstm/cell``, ``bidirectional/forward_layer/cell``,
+``multi_head_attention/query_dense``). kgraph layers keep Keras's variable order, so each group lines up.
+"""
+import io
+import re
+
+import numpy as np
+
+from kgraph.saving.keras_archive import WEIGHTS
+from kgraph.layers.layer import Layer
+from kgraph.layers.rnn.bidirectional import Bidirectional
+from kgraph.layers.attention.grouped_query_attention import GroupQueryAttention
+from kgraph.layers.attention.multi_head_attention import MultiHeadAttention
+from kgraph.layers.rnn.recurrent_base import RecurrentBase
+from kgraph.layers.rnn.rnn import RNN
+from kgraph.layers.rnn.rnn_cells import StackedRNNCells
+
+_ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
+_GROUPED_ATTENTION_LAYERS = ("query_dense", "key_dense", "gate_dense", "value_dense", "output_dense")
+# Keras names h5 groups after its Python class, which differs from the exported name for these.
+_H5_CLASS_NAMES = {"GroupQueryAttention": "GroupedQueryAttention"}
+
+
+def h5py_module():
+    """``h5py``, or an ImportError naming the extra that installs it."""
+    try:
+        import h5py
+    except ImportError:
+        raise ImportError("Reading and writing .keras files needs the `h5py` package: "
+                          "pip install \"kgraph[keras]\"") from None
+    return h5py
+
+
+def keras_name(class_name):
+    """Keras's snake-cased name of a class (``MultiHeadAttention`` -> ``multi_head_attention``)."""
+    name = re.sub(r"\W+", "", class_name)
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _join(prefix, name):
+    return f"{prefix}/{name}" if prefix else name
+
+
+def _own(layer):
+    return list(layer._trainable_variables) + list(layer._non_trainable_variables)
+
+
+def _container(layers, prefix):
+    groups, counts = [], {}
+    for layer in layers:
+        name = keras_name(_class_name(layer))
+        counts[name] = counts.get(name, -1) + 1
+        groups.extend(_groups(layer, _join(prefix, name if counts[name] == 0 else f"{name}_{counts[name]}")))
+    return groups
+
+
+def _class_name(layer):
+    return _H5_CLASS_NAMES.get(type(layer).__name__, type(layer).__name__)
+
+
+def _groups(layer, prefix):
+    """``[(h5 group path, [variables])]`` of ``layer`` in kgraph's weight order."""
+    if hasattr(layer, "nodes_by_depth") or type(layer).__name__ == "Sequential":
+        return [(prefix, _own(layer))] + _container(layer.layers, _join(prefix, "layers"))
+    if isinstance(layer, RecurrentBase):
+        return [(prefix, []), (_join(prefix, "cell"), _own(layer))]
+    if isinstance(layer, RNN):
+        return [(prefix, _own(layer))] + _groups(layer.cell, _join(prefix, "cell"))
+    if isinstance(layer, StackedRNNCells):
+        return [(prefix, _own(layer))] + _container(layer.cells, _join(prefix, "cells"))
+    if isinstance(layer, Bidirectional):
+        return [(prefix, _own(layer))] + _groups(layer.forward_layer, _join(prefix, "forward_layer")) + \
+            _groups(layer.backward_layer, _join(prefix, "backward_layer"))
+    if isinstance(layer, MultiHeadAttention):
+        own = _own(layer)
+        per = 2 if layer.use_bias else 1
+        return [(prefix, [])] + [(_join(prefix, name), own[i * per:(i + 1) * per])
+                                 for i, name in enumerate(_ATTENTION_GROUPS)]
+    if isinstance(getattr(layer, "layer", None), Layer):  # wrappers: TimeDistributed, SpectralNormalization
+        return [(prefix, _own(layer))] + _groups(layer.layer, _join(prefix, "layer"))
+    if isinstance(layer, GroupQueryAttention):
+        return [(prefix, _own(layer))] + [group for name in _GROUPED_ATTENTION_LAYERS if hasattr(layer, name)
+                                          for group in _groups(getattr(layer, name), _join(prefix, f"_{name}"))]
+    if not type(layer).__module__.startswith("kgraph."):
+        return [(prefix, _own(layer))] + _attribute_children(layer, prefix)
+    return [(prefix, _own(layer))]
+
+
+def _attribute_children(layer, prefix):
+    """The groups of the layers a user's layer or subclassed model keeps in attributes, at Keras's paths.
+
+    Keras walks a layer's attributes by name, public ones first, each sorted (``_x`` after ``z``), and saves a
+    sub-layer under its attribute name and a list, tuple or dict of layers as a container (class names, numbered).
+    """
+    base = _base_attributes(layer)
+    groups, seen = [], set()
+    for attr in sorted(vars(layer), key=lambda name: f"~{name}" if name.startswith("_") else name):
+        value = vars(layer)[attr]
+        if attr in base or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Layer):
+            groups.extend(_groups(value, _join(prefix, attr)))
+        elif isinstance(value, (list, tuple, dict)):
+            members = list(value.values()) if isinstance(value, dict) else list(value)
+            if any(isinstance(member, Layer) for member in members):
+                groups.extend(_container([m for m in members if isinstance(m, Layer)], _join(prefix, attr)))
+    return groups
+
+
+def _base_attributes(layer):
+    """Attribute names every kgraph Layer (or Model) has: they hold no user sub-layers."""
+    from kgraph.models.model import Model
+    from kgraph.graph.tracing import scratch
+    base = Model if isinstance(layer, Model) else Layer
+    if base not in _BASE_ATTRIBUTES:
+        with scratch():  # the bare instance's auto-name is given back
+            _BASE_ATTRIBUTES[base] = set(vars(base()))
+    return _BASE_ATTRIBUTES[base]
+
+
+_BASE_ATTRIBUTES = {}
+
+
+def weight_groups(model):
+    """Every h5 group of ``model`` with its variables; a clear error for layers whose paths kgraph cannot name."""
+    groups = _groups(model, "")
+    placed = {id(v) for _, variables in groups for v in variables}
+    for layer in model._flatten_layers():
+        missing = [v for v in _own(layer) if id(v) not in placed]
+        if missing:
+            raise ValueError(f"kgraph cannot place the weights of layer '{layer.name}' ({type(layer).__name__}) "
+                             f"in a .keras file: no Keras h5 path is known for {[v.path for v in missing]}.")
+    return groups
+
+
+def read_weights(model, payload, source):
+    """Set ``model``'s weights from the bytes of ``model.weights.h5``; shapes and counts are checked first."""
+    h5py = h5py_module()
+    values, read = {}, set()
+    try:
+        with h5py.File(io.BytesIO(payload), "r") as f:
+            for path, variables in weight_groups(model):
+                if not variables:
+                    continue
+                read.add(_join(path, "vars"))
+                group = _follow(f, _join(path, "vars"), source, h5py)
+                keys = sorted(group.keys(), key=_index) if isinstance(group, h5py.Group) else []
+                if keys != [str(i) for i in range(len(variables))]:
+                    raise ValueError(f"Cannot load '{source}': layer weights at '{_join(path, 'vars')}' do not "
+                                     f"match the model: expected {len(variables)} weights "
+                                     f"({[v.path for v in variables]}). Received: {keys}")
+                for key, variable in zip(keys, variables):
+                    dataset = _follow(group, key, source, h5py)
+                    values[id(variable)] = _dataset(dataset, variable, f"{path}/vars/{key}", source, h5py)
+            unread = sorted(name for name in _weight_groups_in(f, h5py) if name not in read)
+            if unread:
+                raise ValueError(f"Cannot load '{source}': its {WEIGHTS} holds weights the model has no place for, "
+                                 f"at {unread[:5]}: the rebuilt model has fewer weights than the saved one (a layer "
+                                 "that is not built, or a different architecture).")
+    except OSError as err:
+        raise ValueError(f"Cannot load '{source}': its {WEIGHTS} is not a readable HDF5 file ({err}).") from None
+    model.set_weights([values[id(v)] for v in model.weights])
+
+
+def _weight_groups_in(f, h5py):
+    """The ``.../vars`` groups of the file that hold at least one weight (the optimizer's state aside)."""
+    found = []
+
+    def visit(name, node):
+        if name.endswith("vars") and name.split("/")[-1] == "vars" and isinstance(node, h5py.Group) and len(node) \
+                and not name.startswith("optimizer/"):
+            found.append(name)
+    f.visititems(visit)
+    return found
+
+
+def _follow(node, path, source, h5py):
+    """The object at ``path`` under ``node`` (None if absent), through hard links only: HDF5 soft and external
+    links could point anywhere, other files on disk included."""
+    for part in path.split("/"):
+        link = node.get(part, getlink=True)
+        if link is None:
+            return None
+        if not isinstance(link, h5py.HardLink):
+            where = f"{node.name.rstrip('/')}/{part}".lstrip("/")
+            raise ValueError(f"Refusing to load '{source}': '{where}' in {WEIGHTS} is a link of type "
+                             f"{type(link).__name__}; a .keras weights file holds plain groups and arrays only.")
+        node = node[part]
+    return node
+
+
+def _index(key):
+    return int(key) if key.isdigit() else -1
+
+
+def _dataset(dataset, variable, path, source, h5py):
+    if not isinstance(dataset, h5py.Dataset) or dataset.dtype.kind not in "biuf":
+        raise ValueError(f"Cannot load '{source}': '{path}' must be a numeric array for weight '{variable.path}'.")
+    if dataset.is_virtual or dataset.external:
+        raise ValueError(f"Refusing to load '{source}': '{path}' in {WEIGHTS} keeps its data in other files.")
+    if tuple(dataset.shape) != tuple(variable.shape):
+        raise ValueError(f"Cannot load '{source}': weight '{variable.path}' has shape {tuple(variable.shape)}, "
+                         f"but '{path}' in the file has shape {tuple(dataset.shape)}.")
+    return np.asarray(dataset[()], dtype=variable.dtype)
+
+
+def weights_bytes(model):
+    """The bytes of a ``model.weights.h5`` that Keras 3 reads into the same architecture."""
+    h5py = h5py_module()
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        f.create_group("vars")
+        for path, variables in weight_groups(model):
+            group = f.require_group(_join(path, "vars"))
+            for i, variable in enumerate(variables):
+                group.create_dataset(str(i), data=np.asarray(variable.numpy()))
+    return buffer.getvalue()

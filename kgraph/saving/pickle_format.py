@@ -1,0 +1,213 @@
+"""Saving and loading models as pickles, read back only through a restricted unpickler.
+
+A model file holds plain data only: dicts, lists, strings, numbers and NumPy
+arrays (architecture config, weights, compile config, optimizer state). The
+unpickler refuses every global except the few NumPy functions that rebuild
+numeric arrays, so loading a file never imports or calls anything else.
+"""
+import io
+import os
+import pickle
+import tempfile
+import warnings
+
+import numpy as np
+
+from kgraph.saving.registration import (get_registered_name, get_registered_object,  # noqa: F401 (keras.saving names)
+                                 register_keras_serializable)
+
+FORMAT = "kgraph-model"
+FORMAT_VERSION = 1
+
+_NUMPY_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+}
+
+
+class RefusedContent(pickle.UnpicklingError):
+    """The file asks for something a kgraph model file may not contain."""
+
+
+def _safe_dtype(*args, **kwargs):
+    dtype = np.dtype(*args, **kwargs)
+    if dtype.hasobject:
+        raise RefusedContent("the file contains a NumPy object array, which could run code on load")
+    return dtype
+
+
+def _safe_frombuffer(buffer, dtype, shape, order):
+    dtype = _safe_dtype(dtype)
+    return np.frombuffer(buffer, dtype=dtype).reshape(shape, order=order).copy()
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Unpickles plain data and numeric NumPy arrays; refuses every other global."""
+
+    def find_class(self, module, name):
+        if (module, name) in _NUMPY_GLOBALS:
+            if name == "dtype":
+                return _safe_dtype
+            if name == "_frombuffer":
+                return _safe_frombuffer
+            return super().find_class(module, name)
+        raise RefusedContent(
+            f"refusing to load global '{module}.{name}': kgraph model files may only contain plain data "
+            "and numeric NumPy arrays")
+
+
+def safe_loads(payload, source="<bytes>"):
+    """Unpickle ``payload`` with the restricted unpickler, with clear errors for bad files."""
+    try:
+        return RestrictedUnpickler(io.BytesIO(payload)).load()
+    except RefusedContent as err:
+        raise ValueError(f"Cannot load '{source}': {err}.") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError,
+            UnicodeDecodeError, OverflowError) as err:
+        raise ValueError(f"Cannot load '{source}': the file is truncated or corrupt "
+                         f"({type(err).__name__}: {err}).") from None
+
+
+def atomic_write(path, payload):
+    """Write bytes to ``path`` through a temporary file and a rename, so a crash never leaves half a file."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _read(filepath):
+    filepath = os.fspath(filepath)
+    if not os.path.exists(filepath):
+        raise FileNotFoundError(f"No file or directory found at {filepath}")
+    with open(filepath, "rb") as f:
+        return f.read()
+
+
+def _check_overwrite(filepath, overwrite):
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError(f"{filepath} already exists and overwrite=False.")
+
+
+def model_payload(model):
+    """The plain-data dict that ``save_model`` pickles."""
+    from kgraph import __version__
+    from kgraph.saving.serialization import serialize_layer
+    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "kgraph_version": __version__,
+               "model": serialize_layer(model), "weights": [np.array(w) for w in model.get_weights()],
+               "compile": None}
+    if getattr(model, "compiled", False):
+        compile_config = _serialize_compile(model)
+        if compile_config is not None:
+            payload["compile"] = compile_config
+    return payload
+
+
+def save_model(model, filepath, overwrite=True):
+    """Save ``model`` to ``filepath`` (a ``.pkl`` file, or a Keras 3 ``.keras`` archive), atomically."""
+    filepath = os.fspath(filepath)
+    if filepath.endswith(".keras"):
+        from kgraph.saving.keras_file import save_keras_model
+        return save_keras_model(model, filepath, overwrite=overwrite)
+    _check_overwrite(filepath, overwrite)
+    atomic_write(filepath, pickle.dumps(model_payload(model), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def load_model(filepath, custom_objects=None, compile=True):
+    """Load a model saved by ``model.save()`` or a Keras 3 ``.keras`` archive; no code from the file ever runs."""
+    if os.fspath(filepath).endswith(".keras"):
+        from kgraph.saving.keras_file import load_keras_model
+        return load_keras_model(filepath, custom_objects, compile=compile)
+    payload = safe_loads(_read(filepath), os.fspath(filepath))
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError(f"Cannot load '{os.fspath(filepath)}': it is not a kgraph model file.")
+    if payload.get("format_version", 0) > FORMAT_VERSION:
+        raise ValueError(f"'{os.fspath(filepath)}' was written by a newer kgraph (format "
+                         f"{payload['format_version']}); this kgraph reads format {FORMAT_VERSION}.")
+    from kgraph.saving.serialization import deserialize_layer
+    model = deserialize_layer(payload["model"], custom_objects)
+    model.set_weights(payload["weights"])
+    if compile and payload.get("compile"):
+        _restore_compile(model, payload["compile"])
+    return model
+
+
+def save_weights(model, filepath, overwrite=True):
+    """Save only the weights (a list of arrays, in ``model.weights`` order)."""
+    filepath = os.fspath(filepath)
+    _check_overwrite(filepath, overwrite)
+    payload = {"format": "kgraph-weights", "weights": [np.array(w) for w in model.get_weights()]}
+    atomic_write(filepath, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def load_weights(model, filepath):
+    """Load weights saved by ``save_weights`` (or a full model file) into ``model``."""
+    payload = safe_loads(_read(filepath), os.fspath(filepath))
+    if not isinstance(payload, dict) or payload.get("format") not in ("kgraph-weights", FORMAT):
+        raise ValueError(f"Cannot load weights from '{os.fspath(filepath)}': it is not a kgraph weights file.")
+    model.set_weights(payload["weights"])
+
+
+def _serialize_compile(model):
+    from kgraph import losses, metrics, optimizers
+    config = model._compile_config
+    try:
+        loss = _map_spec(config["loss"], losses.serialize)
+        metric_specs = _map_spec(config["metrics"], metrics.serialize)
+    except (ValueError, TypeError) as err:
+        warnings.warn(f"Model '{model.name}' is saved without its compile configuration ({err}); "
+                      "it will load uncompiled.", stacklevel=3)
+        return None
+    optimizer = model.optimizer
+    return {"optimizer": optimizers.serialize(optimizer), "loss": loss, "metrics": metric_specs,
+            "loss_weights": config["loss_weights"], "optimizer_state": _optimizer_state(model)}
+
+
+def _map_spec(spec, serialize):
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, dict):
+        return {k: _map_spec(v, serialize) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return [_map_spec(v, serialize) for v in spec]
+    return serialize(spec)
+
+
+def _unmap_spec(spec, deserialize):
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, dict) and "class_name" in spec:
+        return deserialize(spec)
+    if isinstance(spec, dict):
+        return {k: _unmap_spec(v, deserialize) for k, v in spec.items()}
+    return [_unmap_spec(v, deserialize) for v in spec]
+
+
+def _optimizer_state(model):
+    """Optimizer iterations and slot arrays, aligned with ``model.trainable_weights`` by position."""
+    optimizer = model.optimizer
+    index = {id(v): i for i, v in enumerate(model.trainable_weights)}
+    slots = optimizer.get_slot_state(index)
+    return {"iterations": int(optimizer.iterations), "slots": slots}
+
+
+def _restore_compile(model, config):
+    from kgraph import losses, metrics, optimizers
+    model.compile(optimizer=optimizers.deserialize(config["optimizer"]),
+                  loss=_unmap_spec(config["loss"], losses.deserialize),
+                  metrics=_unmap_spec(config["metrics"], metrics.deserialize),
+                  loss_weights=config["loss_weights"])
+    state = config.get("optimizer_state")
+    if state:
+        model.optimizer.set_slot_state(model.trainable_weights, state["slots"], state["iterations"])

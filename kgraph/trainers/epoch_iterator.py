@@ -1,0 +1,168 @@
+"""Batches for fit/evaluate/predict from arrays, generators/iterators and PyDatasets, cut into epochs."""
+import collections.abc
+import itertools
+import warnings
+
+from kgraph.trainers import data_adapter as data
+from kgraph.trainers.py_dataset import OrderedEnqueuer, PyDataset
+from kgraph.random import generator
+
+
+def is_batch_source(x):
+    """Whether ``x`` yields whole batches itself (a PyDataset, a generator or another iterator)."""
+    return isinstance(x, (PyDataset, collections.abc.Iterator))
+
+
+def source_kind(x):
+    return "PyDataset" if isinstance(x, PyDataset) else "Python generator"
+
+
+def unpack_batch(batch):
+    """``(x, y, sample_weight)`` of one yielded batch: a tuple (or list) of 1 to 3 parts, or ``x`` alone."""
+    if isinstance(batch, list):
+        batch = tuple(batch)
+    if not isinstance(batch, tuple):
+        return batch, None, None
+    if not 1 <= len(batch) <= 3:
+        raise ValueError("A batch must be `x`, or a tuple `(x,)`, `(x, y)` or `(x, y, sample_weight)`. "
+                         f"Received a tuple of length {len(batch)}.")
+    return batch + (None,) * (3 - len(batch))
+
+
+class ArrayAdapter:
+    """Batches of in-memory (or memory-mapped) arrays already matched to the model's inputs and outputs."""
+
+    def __init__(self, arrays, batch_size, shuffle):
+        self.arrays = arrays
+        self.size = len(arrays[0][0])
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.num_batches = -(-self.size // batch_size)
+
+    def new_pass(self):
+        for index in data.batches(self.size, self.batch_size, self.shuffle):
+            yield tuple(data.take(group, index) if group else group for group in self.arrays)
+
+    def end_pass(self):
+        """Nothing to do between passes over arrays."""
+
+    def close(self):
+        """Arrays hold no workers."""
+
+
+class PyDatasetAdapter:
+    """Batches of a PyDataset in index order (or a shuffled batch order), prefetched by its workers."""
+
+    def __init__(self, dataset, shuffle, standardize):
+        self.dataset = dataset
+        self.shuffle = shuffle
+        self.standardize = standardize
+        self.num_batches = dataset.num_batches
+        self.enqueuer = OrderedEnqueuer(dataset)
+
+    def new_pass(self):
+        self.dataset.on_epoch_begin()
+        n = self.num_batches
+        if n is None:
+            indices = itertools.count()
+        else:
+            indices = map(int, generator().permutation(n)) if self.shuffle else range(n)
+        for batch in self.enqueuer.get(indices):
+            yield self.standardize(batch)
+
+    def end_pass(self):
+        self.dataset.on_epoch_end()
+
+    def close(self):
+        self.enqueuer.close()
+
+
+class GeneratorAdapter:
+    """Batches of a Python generator or iterator: one pass, shared by every epoch, never rewound."""
+
+    num_batches = None
+
+    def __init__(self, iterator, standardize):
+        self.iterator = iterator
+        self.standardize = standardize
+
+    def new_pass(self):
+        for batch in self.iterator:
+            yield self.standardize(batch)
+
+    def end_pass(self):
+        """A generator has no pass hooks."""
+
+    def close(self):
+        """A generator holds no workers."""
+
+
+class EpochIterator:
+    """Cuts a source's batches into epochs.
+
+    Without ``steps`` an epoch is one whole pass (a generator's pass ends when it
+    does, so a second epoch finds it used up: a clear error). With ``steps``
+    each epoch takes that many batches, continuing where the last one stopped;
+    arrays and PyDatasets start a new pass when one ends, a generator that ends
+    early interrupts training with a warning.
+    """
+
+    def __init__(self, adapter, steps, what, steps_name):
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise ValueError(f"`{steps_name}` must be a positive integer or None. Received: {steps_name}={steps!r}")
+        if steps is None and isinstance(adapter, PyDatasetAdapter) and adapter.num_batches is None:
+            raise ValueError(f"The PyDataset passed as `{what}` is endless (its `num_batches` is None), so "
+                             f"`{steps_name}` must be given. Received: {steps_name}=None")
+        self.adapter = adapter
+        self.steps = steps
+        self.what = what
+        self.steps_name = steps_name
+        self.num_batches = steps or adapter.num_batches
+        self.ran_out = False
+        self._pass = None
+        self._used_up = False
+
+    def epoch(self):
+        """An iterator over the next epoch's batches ``(xs, ys, sample_weights)``, or None when none are left."""
+        if self._used_up and self.steps is None:
+            raise ValueError(
+                f"The Python generator passed as `{self.what}` has no more batches: without `{self.steps_name}`, "
+                "a generator is read until it ends, so it is used up after one pass. Pass a generator that loops "
+                f"over its data together with `{self.steps_name}` (an infinite generator always needs "
+                f"`{self.steps_name}`), or a `kgraph.utils.PyDataset`.")
+        batches = self._batches()
+        first = next(batches, None)
+        return None if first is None else itertools.chain([first], batches)
+
+    def _batches(self):
+        if self.steps is None:
+            self._pass = None
+        step, fresh = 0, False
+        while self.steps is None or step < self.steps:
+            if self._pass is None:
+                if self._used_up:
+                    break
+                self._pass, fresh = self.adapter.new_pass(), True
+            batch = next(self._pass, None)
+            if batch is None:
+                self._pass = None
+                self.adapter.end_pass()
+                self._used_up = isinstance(self.adapter, GeneratorAdapter)
+                if self.steps is None or fresh:
+                    break
+                continue
+            fresh = False
+            step += 1
+            yield batch
+        if self.steps is not None and step < self.steps:
+            self.ran_out = True
+            warnings.warn(f"`{self.what}` ran out of data after {step} of `{self.steps_name}={self.steps}` batches. "
+                          f"A generator must yield at least `{self.steps_name}` batches per epoch for every "
+                          "epoch; `fit` stops training here.", stacklevel=2)
+
+    def close(self):
+        """Stop prefetching workers."""
+        if self._pass is not None:
+            self._pass.close()
+            self._pass = None
+        self.adapter.close()
