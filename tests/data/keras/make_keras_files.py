@@ -1,4 +1,4 @@
-"""Write the small Keras 3 ``.keras`` files and reference predictions that tests/kgraph/test_keras_format.py reads.
+"""Write the small Keras 3 ``.keras`` files and reference predictions that tests/kgraph/saving/test_keras_format.py reads.
 
 Needs Keras 3 (written with Keras 3.15.1, torch backend):
 ``KERAS_BACKEND=torch python tests/data/keras/make_keras_files.py``. Each model is saved as ``<name>.keras`` next to

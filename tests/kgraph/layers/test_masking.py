@@ -133,7 +133,7 @@ import os, sys
 os.environ["KERAS_BACKEND"] = "torch"
 import numpy as np, keras
 sys.path.insert(0, {root!r})
-from tests.kgraph.test_masking import build, padded, LABELS
+from tests.kgraph.layers.test_masking import build, padded, LABELS
 kind = sys.argv[1]
 weights = np.load(sys.argv[2])
 model = build(keras, kind)
@@ -152,7 +152,7 @@ def test_outputs_and_training_losses_match_keras(kind, tmp_path):
     kgraph.utils.set_random_seed(0)
     model = build(kgraph, kind)
     np.savez(tmp_path / "w.npz", *model.get_weights())
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     subprocess.run([sys.executable, "-c", KERAS_SIDE.format(root=root), kind, str(tmp_path / "w.npz"),
                     str(tmp_path / "keras.npz")], check=True, timeout=600)
     keras_side = np.load(tmp_path / "keras.npz")

@@ -19,7 +19,7 @@ import pytest
 import kgraph
 from kgraph import layers, ops
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "keras"
+DATA = Path(__file__).resolve().parents[3] / "tests" / "data" / "keras"
 FILES = ["mlp", "cnn", "recurrent", "bidirectional", "transformer"]
 pytest.importorskip("h5py")
 

@@ -164,7 +164,7 @@ def test_layer_built_from_two_shapes_reloads(tmp_path):
 def test_model_saved_before_the_package_layout_changed_still_loads():
     # Written by kgraph 0.1 when its modules sat flat in kgraph/ (kgraph.layer, kgraph.functional, ...): model
     # files hold plain data and class names, never module paths, so they load into the current layout.
-    data = Path(__file__).resolve().parent.parent / "data" / "saved"
+    data = Path(__file__).resolve().parents[3] / "tests" / "data" / "saved"
     model = kgraph.load_model(data / "model_0_1_flat_layout.pkl")
     expected = np.load(data / "model_0_1_flat_layout.npz")
     np.testing.assert_allclose(model.predict(expected["x"], verbose=0), expected["y"], rtol=1e-6, atol=1e-7)

@@ -12,7 +12,7 @@ import pytest
 import kgraph
 from kgraph import backend, layers
 from tests.gradcheck import check_gradients, check_variable_gradients
-from tests.kgraph.test_layers_conv import reference_conv, same_pads
+from tests.kgraph.layers.test_layers_conv import reference_conv, same_pads
 
 RNG = np.random.default_rng(0)
 
