@@ -43,7 +43,7 @@ from kgraph.layers.reshaping.spatial3d import Cropping3D, UpSampling3D, ZeroPadd
 from kgraph.layers.regularization.spatial_dropout3d import SpatialDropout3D
 from kgraph.layers.convolutional.conv_transpose import (Conv1DTranspose, Conv2DTranspose, Conv3DTranspose, Convolution1DTranspose,
                                           Convolution3DTranspose)
-from kgraph.layers.convolutional.depthwise_separable_1d import DepthwiseConv1D, SeparableConv1D, SeparableConvolution1D
+from kgraph.layers.convolutional.depthwise_separable import DepthwiseConv1D, SeparableConv1D, SeparableConvolution1D
 from kgraph.layers.attention.grouped_query_attention import GroupQueryAttention
 from kgraph.layers.normalization.spectral_normalization import SpectralNormalization
 from kgraph.layers.pooling.adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D,

@@ -1,25 +1,36 @@
-"""Depthwise and depthwise-separable 2D convolution layers with Keras's weights and weight order."""
+"""Depthwise and depthwise-separable convolutions of any rank: DepthwiseConv1D/2D, SeparableConv1D/2D.
+
+Weights follow Keras's names, shapes and order: a depthwise kernel ``window + (in, multiplier)``, for the
+separable layers a pointwise kernel ``(1,) * rank + (in * multiplier, filters)``, then the bias.
+"""
 from kgraph import activations, initializers, ops, regularizers
+from kgraph.layers.convolutional.conv import (check_data_format, check_padding, conv_output_shape, input_channels,
+                                              reject_unsupported, serialize_regularizer)
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.layers.convolutional.conv import (check_data_format, check_padding, conv_output_shape, input_channels,
-                                         reject_unsupported, serialize_regularizer)
 from kgraph.ops.kernels.windows import normalize_tuple
 
 
-class _DepthwiseBase(Layer):
-    """Window geometry, depth multiplier, activation and bias shared by the depthwise layers."""
+def _positive(layer, name, value):
+    if not isinstance(value, int) or value <= 0:
+        raise ValueError(f"Invalid value for argument `{name}` of layer '{layer.name}'. Expected a strictly "
+                         f"positive integer. Received {name}={value}.")
+    return value
+
+
+class BaseDepthwise(Layer):
+    """Window geometry, depth multiplier, depthwise kernel, activation and bias of the depthwise layers."""
+
+    rank = None
 
     def __init__(self, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
-                 use_bias, bias_initializer, bias_regularizer, **kwargs):
+                 use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer, bias_regularizer,
+                 **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(depth_multiplier, int) or depth_multiplier <= 0:
-            raise ValueError(f"Invalid value for argument `depth_multiplier` of layer '{self.name}'. Expected a "
-                             f"strictly positive integer. Received depth_multiplier={depth_multiplier}.")
-        self.depth_multiplier = depth_multiplier
-        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
-        self.strides = normalize_tuple(strides, 2, "strides")
-        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
+        self.depth_multiplier = _positive(self, "depth_multiplier", depth_multiplier)
+        self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size")
+        self.strides = normalize_tuple(strides, self.rank, "strides")
+        self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate")
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
             raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`. "
                              f"Received: strides={self.strides} and dilation_rate={self.dilation_rate}")
@@ -27,9 +38,28 @@ class _DepthwiseBase(Layer):
         self.data_format = check_data_format(self, data_format)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
+        self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
+        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.input_spec = InputSpec(ndim=4)
+        self.input_spec = InputSpec(ndim=self.rank + 2)
+
+    def _depthwise_kernel(self, input_shape, name):
+        """The ``window + (in, multiplier)`` depthwise kernel, created under ``name``; pins the input channels."""
+        channels = input_channels(self, input_shape, self.rank)
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: channels})
+        return self.add_weight(shape=self.kernel_size + (channels, self.depth_multiplier),
+                               initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
+                               name=name)
+
+    def _add_bias(self, size):
+        """The ``(size,)`` bias (None without ``use_bias``)."""
+        self.bias = self.add_weight(shape=(size,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+
+    def _finish(self, out):
+        """The activation of ``out``, unless the op already applied it (a fused relu)."""
+        return out if self.activation is activations.relu else self.activation(out)
 
     def _window_output_shape(self, input_shape, out_channels):
         return conv_output_shape(self, input_shape, self.kernel_size, self.strides, self.padding,
@@ -41,61 +71,134 @@ class _DepthwiseBase(Layer):
             "kernel_size": self.kernel_size, "strides": self.strides, "padding": self.padding,
             "depth_multiplier": self.depth_multiplier, "data_format": self.data_format,
             "dilation_rate": self.dilation_rate, "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias, "bias_initializer": initializers.serialize(self.bias_initializer),
+            "use_bias": self.use_bias, "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "depthwise_regularizer": serialize_regularizer(self.depthwise_regularizer),
             "bias_regularizer": serialize_regularizer(self.bias_regularizer),
         })
         return config
 
 
-class DepthwiseConv2D(_DepthwiseBase):
-    """Convolves each input channel with its own ``depth_multiplier`` filters; kernel ``(kh, kw, in, multiplier)``."""
+class BaseDepthwiseConv(BaseDepthwise):
+    """Convolves each input channel with its own ``depth_multiplier`` filters; kernel ``window + (in, multiplier)``."""
+
+    def __init__(self, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
+                 use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer, bias_regularizer,
+                 activity_regularizer, depthwise_constraint, bias_constraint, **kwargs):
+        super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
+                         use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer,
+                         bias_regularizer, **kwargs)
+        reject_unsupported(self, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, bias_constraint=bias_constraint)
+
+    def compute_output_shape(self, input_shape):
+        channels = input_channels(self, input_shape, self.rank)
+        return self._window_output_shape(input_shape, channels * self.depth_multiplier)
+
+    def build(self, input_shape):
+        self.kernel = self._depthwise_kernel(input_shape, "kernel")
+        self._add_bias(input_shape[-1] * self.depth_multiplier)
+        self.built = True
+
+    def call(self, inputs):
+        out = ops.depthwise_conv(inputs, self.kernel, self.strides, self.padding, dilation_rate=self.dilation_rate,
+                                 bias=self.bias, relu=self.activation is activations.relu)
+        return self._finish(out)
+
+
+class BaseSeparableConv(BaseDepthwise):
+    """A depthwise convolution then a pointwise (size 1) convolution to ``filters`` channels."""
+
+    def __init__(self, filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                 activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                 depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                 depthwise_constraint, pointwise_constraint, bias_constraint, **kwargs):
+        super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
+                         use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer,
+                         bias_regularizer, **kwargs)
+        reject_unsupported(self, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
+                           bias_constraint=bias_constraint)
+        self.filters = _positive(self, "filters", filters)
+        self.pointwise_initializer = initializers.get(pointwise_initializer)
+        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
+
+    def compute_output_shape(self, input_shape):
+        input_channels(self, input_shape, self.rank)
+        return self._window_output_shape(input_shape, self.filters)
+
+    def build(self, input_shape):
+        self.depthwise_kernel = self._depthwise_kernel(input_shape, "depthwise_kernel")
+        self.pointwise_kernel = self.add_weight(
+            shape=(1,) * self.rank + (input_shape[-1] * self.depth_multiplier, self.filters),
+            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer, name="pointwise_kernel")
+        self._add_bias(self.filters)
+        self.built = True
+
+    def call(self, inputs):
+        out = ops.separable_conv(inputs, self.depthwise_kernel, self.pointwise_kernel, self.strides, self.padding,
+                                 dilation_rate=self.dilation_rate, bias=self.bias,
+                                 relu=self.activation is activations.relu)
+        return self._finish(out)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "filters": self.filters,
+            "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
+            "pointwise_regularizer": serialize_regularizer(self.pointwise_regularizer),
+        })
+        return config
+
+
+class DepthwiseConv1D(BaseDepthwiseConv):
+    """Depthwise convolution over steps ``(batch, steps, channels)``; kernel ``(k, in, multiplier)``."""
+
+    rank = 1
+
+    def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1, data_format=None,
+                 dilation_rate=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
+                         use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer, bias_regularizer,
+                         activity_regularizer, depthwise_constraint, bias_constraint, **kwargs)
+
+
+class DepthwiseConv2D(BaseDepthwiseConv):
+    """Depthwise convolution over images ``(batch, h, w, channels)``; kernel ``(kh, kw, in, multiplier)``."""
+
+    rank = 2
 
     def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1, data_format=None,
                  dilation_rate=(1, 1), activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
                  bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
-                         use_bias, bias_initializer, bias_regularizer, **kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer,
-                           depthwise_constraint=depthwise_constraint, bias_constraint=bias_constraint)
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-
-    def compute_output_shape(self, input_shape):
-        channels = input_channels(self, input_shape, 2)
-        return self._window_output_shape(input_shape, channels * self.depth_multiplier)
-
-    def build(self, input_shape):
-        channels = input_channels(self, input_shape, 2)
-        self.kernel = self.add_weight(shape=self.kernel_size + (channels, self.depth_multiplier),
-                                      initializer=self.depthwise_initializer,
-                                      regularizer=self.depthwise_regularizer, name="kernel")
-        self.bias = self.add_weight(shape=(channels * self.depth_multiplier,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
-        self.input_spec = InputSpec(ndim=4, axes={-1: channels})
-        self.built = True
-
-    def call(self, inputs):
-        fused = self.activation is activations.relu
-        out = ops.depthwise_conv(inputs, self.kernel, self.strides, self.padding,
-                                 dilation_rate=self.dilation_rate, bias=self.bias, relu=fused)
-        return out if fused else self.activation(out)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-            "depthwise_regularizer": serialize_regularizer(self.depthwise_regularizer),
-        })
-        return config
+                         use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer, bias_regularizer,
+                         activity_regularizer, depthwise_constraint, bias_constraint, **kwargs)
 
 
-class SeparableConv2D(_DepthwiseBase):
-    """A depthwise convolution then a 1x1 convolution to ``filters`` channels.
+class SeparableConv1D(BaseSeparableConv):
+    """Separable convolution over steps; pointwise kernel ``(1, in * multiplier, filters)``."""
 
-    Weights, in Keras's order: ``depthwise_kernel (kh, kw, in, multiplier)``,
-    ``pointwise_kernel (1, 1, in * multiplier, filters)``, ``bias (filters,)``.
-    """
+    rank = 1
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,
+                 depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
+                 pointwise_initializer="glorot_uniform", bias_initializer="zeros", depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, **kwargs)
+
+
+class SeparableConv2D(BaseSeparableConv):
+    """Separable convolution over images; pointwise kernel ``(1, 1, in * multiplier, filters)``."""
+
+    rank = 2
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
@@ -103,50 +206,10 @@ class SeparableConv2D(_DepthwiseBase):
                  bias_initializer="zeros", depthwise_regularizer=None, pointwise_regularizer=None,
                  bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
                  pointwise_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
-                         use_bias, bias_initializer, bias_regularizer, **kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer,
-                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
-                           bias_constraint=bias_constraint)
-        if not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"Invalid value for argument `filters` of layer '{self.name}'. Expected a strictly "
-                             f"positive integer. Received filters={filters}.")
-        self.filters = filters
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.pointwise_initializer = initializers.get(pointwise_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, **kwargs)
 
-    def compute_output_shape(self, input_shape):
-        input_channels(self, input_shape, 2)
-        return self._window_output_shape(input_shape, self.filters)
 
-    def build(self, input_shape):
-        channels = input_channels(self, input_shape, 2)
-        self.depthwise_kernel = self.add_weight(
-            shape=self.kernel_size + (channels, self.depth_multiplier), initializer=self.depthwise_initializer,
-            regularizer=self.depthwise_regularizer, name="depthwise_kernel")
-        self.pointwise_kernel = self.add_weight(
-            shape=(1, 1, channels * self.depth_multiplier, self.filters), initializer=self.pointwise_initializer,
-            regularizer=self.pointwise_regularizer, name="pointwise_kernel")
-        self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
-        self.input_spec = InputSpec(ndim=4, axes={-1: channels})
-        self.built = True
-
-    def call(self, inputs):
-        fused = self.activation is activations.relu
-        out = ops.separable_conv(inputs, self.depthwise_kernel, self.pointwise_kernel, self.strides, self.padding,
-                                 dilation_rate=self.dilation_rate, bias=self.bias, relu=fused)
-        return out if fused else self.activation(out)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "filters": self.filters,
-            "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-            "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-            "depthwise_regularizer": serialize_regularizer(self.depthwise_regularizer),
-            "pointwise_regularizer": serialize_regularizer(self.pointwise_regularizer),
-        })
-        return config
+SeparableConvolution1D = SeparableConv1D
