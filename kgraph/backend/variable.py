@@ -88,4 +88,3 @@ class Variable:
     def __rpow__(self, o): return self._op("power", o, self)
     def __abs__(self): return self._op("abs", self)
     def __getitem__(self, key): return self._op("getitem", self, key)
-    def __pow__(self, o): return self._op("power", self, o)

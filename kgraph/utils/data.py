@@ -1,10 +1,5 @@
 """Keras's data helpers: one-hot labels, normalized rows, padded sequences."""
 import numpy as np
-from kgraph import random
-from kgraph.utils import naming
-from kgraph.utils.plotting import model_to_dot, plot_model
-from kgraph.trainers.py_dataset import PyDataset
-from kgraph.saving.registration import register_keras_serializable
 
 
 def to_categorical(x, num_classes=None):

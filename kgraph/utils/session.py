@@ -1,10 +1,6 @@
 """Reproducible runs: seeding every random draw, and a fresh naming session."""
-import numpy as np
 from kgraph import random
 from kgraph.utils import naming
-from kgraph.utils.plotting import model_to_dot, plot_model
-from kgraph.trainers.py_dataset import PyDataset
-from kgraph.saving.registration import register_keras_serializable
 
 
 def set_random_seed(seed):

@@ -1,9 +1,6 @@
 """Activation: applies an activation function by name or callable."""
-import numpy as np
-from kgraph import activations, initializers, ops, regularizers
-from kgraph.layers.input_spec import InputSpec
+from kgraph import activations
 from kgraph.layers.layer import Layer
-from kgraph.random import generator
 
 
 class Activation(Layer):

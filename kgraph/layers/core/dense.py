@@ -3,7 +3,6 @@ import numpy as np
 from kgraph import activations, initializers, ops, regularizers
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.random import generator
 
 
 class Dense(Layer):

@@ -1,9 +1,5 @@
 """Identity: returns its inputs (and their mask) unchanged."""
-import numpy as np
-from kgraph import activations, initializers, ops, regularizers
-from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.random import generator
 
 
 class Identity(Layer):

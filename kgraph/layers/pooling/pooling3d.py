@@ -1,11 +1,6 @@
 """Max, average and global pooling of volumes ``(batch, d1, d2, d3, channels)``."""
 from kgraph import ops
-from kgraph.layers.input_spec import InputSpec
-from kgraph.layers.convolutional.conv import BaseConv, check_data_format
-from kgraph.layers.regularization.dropout import Dropout
 from kgraph.layers.pooling.pooling import BasePooling, GlobalPooling
-from kgraph.layers.reshaping.spatial import _Cropping, _Spatial, _ZeroPadding
-from kgraph.ops.kernels.windows import normalize_tuple
 
 
 class MaxPooling3D(BasePooling):

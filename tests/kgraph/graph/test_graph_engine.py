@@ -11,7 +11,7 @@ def test_input_creates_input_layer_with_one_node():
     assert x.shape == (None, 3)
     assert x.dtype == "float32"
     layer, node_index, tensor_index = x._keras_history
-    assert isinstance(layer, kgraph.InputLayer)
+    assert isinstance(layer, kgraph.layers.InputLayer)
     assert (node_index, tensor_index) == (0, 0)
     assert x._keras_history == (layer, 0, 0)
     assert layer.inbound_nodes[0].output_tensors == [x]

@@ -81,7 +81,7 @@ def test_model_from_config_and_json(build):
     tensor_arg = op_entries[0]["inbound_nodes"][0]["args"][0]
     assert tensor_arg["class_name"] == "__keras_tensor__" and "keras_history" in tensor_arg["config"]
     rebuilt = kgraph.Model.from_config(config)
-    assert isinstance(rebuilt, kgraph.Functional)
+    assert isinstance(rebuilt, kgraph.models.Functional)
     rebuilt.set_weights(model.get_weights())
     from_json = kgraph.models.model_from_json(json.dumps(json.loads(model.to_json())))
     from_json.set_weights(model.get_weights())

@@ -80,7 +80,7 @@ def test_functional_config_round_trip_with_shared_and_nested():
     model = _shared_nested_model()
     data = [np.ones((2, 3), "float32"), np.full((2, 3), 0.5, "float32")]
     config = model.get_config()
-    clone = kgraph.Functional.from_config(config)
+    clone = kgraph.models.Functional.from_config(config)
     clone.set_weights(model.get_weights())
     np.testing.assert_allclose(clone.predict(data, verbose=0), model.predict(data, verbose=0), rtol=1e-6)
     assert len(clone.get_layer("shared").inbound_nodes) == 2
