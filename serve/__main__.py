@@ -14,6 +14,7 @@ import uvicorn
 from serve.app import create_app
 from serve.config import RepositoryError
 from serve.control import MODES, ModelControl, Restriction
+from serve.dataplane import DataPlane
 from serve.grpc_server import GrpcServer, InferenceServicer
 from serve.repository import Repository, model_names
 from serve.runtime import (
@@ -245,14 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     def stop() -> None:
         server.should_exit = True
 
+    plane = DataPlane(repository, control, args.restricted_api)
     grpc_server = None
     if args.grpc_port:
-        servicer = InferenceServicer(repository, control, args.restricted_api)
-        grpc_server = GrpcServer(servicer, args.host, args.grpc_port, args.max_request_bytes)
-    app = create_app(
-        repository, control, pool, args.max_request_bytes, on_fatal=stop, restriction=args.restricted_api,
-        grpc_server=grpc_server,
-    )
+        grpc_server = GrpcServer(InferenceServicer(plane), args.host, args.grpc_port, args.max_request_bytes)
+    app = create_app(plane, pool, args.max_request_bytes, on_fatal=stop, grpc_server=grpc_server)
     config = uvicorn.Config(
         app,
         host=args.host,

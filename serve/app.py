@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
@@ -17,9 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from serve import EXTENSIONS, SERVER_NAME, __version__
-from serve.control import ModelControl, Restriction
-from serve.metrics import prometheus_text
+from serve.control import ModelControl
+from serve.dataplane import OFFLOAD_BYTES, DataPlane
 from serve.protocol import ProtocolError, encode_infer_response, error_body, parse_infer_request
 from serve.repository import Repository
 from serve.runtime import InferencePool
@@ -32,9 +31,6 @@ logger = logging.getLogger("serve")
 JSON = "application/json"
 _JSON_HEADER = (b"content-type", b"application/json")
 _BINARY_HEADER = (b"content-type", b"application/octet-stream")
-# Bodies and outputs above this size are decoded and encoded on a helper thread, so a
-# single large request cannot hold up health checks and other clients for long.
-_OFFLOAD_BYTES = 1 << 20
 _ADMIN_BODY_BYTES = 1 << 16
 
 
@@ -44,10 +40,6 @@ class _Disconnected(Exception):
 
 def _json(payload, status: int = 200) -> Response:
     return Response(orjson.dumps(payload), status_code=status, media_type=JSON)
-
-
-def _error(exc: ProtocolError) -> Response:
-    return Response(error_body(exc.message), status_code=exc.status, media_type=JSON)
 
 
 async def _send(send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -78,25 +70,24 @@ def _decompress(body: bytes, encoding: bytes, limit: int) -> bytes:
 class InferEndpoint:
     """POST .../infer as a bare ASGI app: bounded body read, validation, batching, encoding."""
 
-    def __init__(self, repository: Repository, max_request_bytes: int) -> None:
-        self.repository = repository
+    def __init__(self, plane: DataPlane, max_request_bytes: int) -> None:
+        self.plane = plane
         self.limit = max_request_bytes
 
     async def __call__(self, scope, receive, send) -> None:
         start = perf_counter_ns()
         params = scope["path_params"]
+        plane = self.plane
         model = None
         try:
-            model = self.repository.get(params["model"], params.get("version"))
+            model = plane.model(params["model"], params.get("version"))
             body, header_length = await self._read(scope, receive)
-            if len(body) < _OFFLOAD_BYTES:
+            if len(body) < OFFLOAD_BYTES:
                 request = parse_infer_request(body, header_length, model.signature)
             else:
                 request = await asyncio.to_thread(parse_infer_request, body, header_length, model.signature)
-            outputs = await model.batcher.infer(request)
-            index = model.output_index
-            selected = [(name, outputs[index[name]], binary) for name, binary in request.outputs]
-            if sum(array.nbytes for _, array, _ in selected) < _OFFLOAD_BYTES:
+            selected = plane.outputs(model, request, await model.batcher.infer(request))
+            if sum(array.nbytes for _, array, _ in selected) < OFFLOAD_BYTES:
                 payload, json_length = encode_infer_response(model.name, model.version, request.id, selected)
             else:
                 payload, json_length = await asyncio.to_thread(
@@ -104,20 +95,13 @@ class InferEndpoint:
                 )
         except _Disconnected:
             return
-        except ProtocolError as exc:
-            if model is not None:
-                model.stats.record_failure(perf_counter_ns() - start)
+        except Exception as exc:
+            error = plane.infer_failed(model, start, exc)
             # An oversized body's unread rest is discarded by uvicorn once the response is
             # complete, so the connection stays usable and the client reads the 413 intact.
-            await _send(send, exc.status, error_body(exc.message), [_JSON_HEADER])
+            await _send(send, error.status, error_body(error.message), [_JSON_HEADER])
             return
-        except Exception as exc:
-            logger.exception("inference request failed")
-            if model is not None:
-                model.stats.record_failure(perf_counter_ns() - start)
-            await _send(send, 500, error_body(f"internal server error: {type(exc).__name__}: {exc}"), [_JSON_HEADER])
-            return
-        model.stats.record_success(perf_counter_ns() - start)
+        plane.infer_succeeded(model, start)
         if json_length is None:
             await _send(send, 200, payload, [_JSON_HEADER])
         else:
@@ -181,112 +165,122 @@ async def _json_body(request: Request) -> dict:
     return payload
 
 
-def create_app(
+class _Endpoints:
+    """The REST endpoints besides inference: parse the path and body, ask the data plane, encode its answer."""
+
+    def __init__(self, plane: DataPlane) -> None:
+        self.plane = plane
+
+    async def live(self, request: Request) -> Response:
+        return _json({"live": self.plane.live()})
+
+    async def ready(self, request: Request) -> Response:
+        ready = self.plane.ready()
+        return _json({"ready": ready}, 200 if ready else 503)
+
+    async def server_metadata(self, request: Request) -> Response:
+        return _json(self.plane.server_metadata())
+
+    async def model_metadata(self, request: Request) -> Response:
+        return Response(self.plane.model_metadata(*_model_of(request)), media_type=JSON)
+
+    async def model_ready(self, request: Request) -> Response:
+        answer = self.plane.model_ready(*_model_of(request))
+        return _json(answer, 200 if answer["ready"] else 503)
+
+    async def model_config(self, request: Request) -> Response:
+        return Response(self.plane.model_config(*_model_of(request)), media_type=JSON)
+
+    async def model_statistics(self, request: Request) -> Response:
+        params = request.path_params
+        return _json(self.plane.model_statistics(params.get("model"), params.get("version")))
+
+    async def repository_index(self, request: Request) -> Response:
+        self.plane.check_restricted(request.headers)
+        ready_only = (await _json_body(request)).get("ready", False)
+        if not isinstance(ready_only, bool):
+            raise ProtocolError(f"'ready' must be true or false, got {ready_only!r}")
+        return _json(self.plane.repository_index(ready_only))
+
+    async def load(self, request: Request) -> Response:
+        self.plane.check_restricted(request.headers)
+        parameters = (await _json_body(request)).get("parameters") or {}
+        if not isinstance(parameters, dict):
+            raise ProtocolError(f"'parameters' must be a JSON object, got {type(parameters).__name__}")
+        await self.plane.load(request.path_params["model"], parameters)
+        return _json({})
+
+    async def unload(self, request: Request) -> Response:
+        self.plane.check_restricted(request.headers)
+        await _json_body(request)
+        await self.plane.unload(request.path_params["model"])
+        return _json({})
+
+    async def metrics(self, request: Request) -> Response:
+        return Response(self.plane.metrics(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def _model_of(request: Request) -> tuple[str, str | None]:
+    """The model name and version (None for the newest) in a request's path."""
+    params = request.path_params
+    return params["model"], params.get("version")
+
+
+def _answering_errors(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """HANDLER as a route endpoint that answers a ProtocolError with its status and JSON error body."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ProtocolError as exc:
+            return Response(error_body(exc.message), status_code=exc.status, media_type=JSON)
+
+    return endpoint
+
+
+def _routes(plane: DataPlane, infer: InferEndpoint) -> list[Route]:
+    """Every REST route of the protocol, in matching order."""
+    rest = _Endpoints(plane)
+    model_path = "/v2/models/{model}"
+    version_path = "/v2/models/{model}/versions/{version}"
+    table = [
+        ("GET", "/v2/health/live", rest.live),
+        ("GET", "/v2/health/ready", rest.ready),
+        ("GET", "/v2", rest.server_metadata),
+        ("GET", "/v2/models/stats", rest.model_statistics),
+        ("POST", "/v2/repository/index", rest.repository_index),
+        ("POST", "/v2/repository/models/{model}/load", rest.load),
+        ("POST", "/v2/repository/models/{model}/unload", rest.unload),
+        ("GET", "/metrics", rest.metrics),
+    ]
+    for path in (model_path, version_path):
+        table += [
+            ("GET", path, rest.model_metadata),
+            ("GET", path + "/ready", rest.model_ready),
+            ("GET", path + "/config", rest.model_config),
+            ("GET", path + "/stats", rest.model_statistics),
+        ]
+    routes = [Route(path + "/infer", infer, methods=["POST"]) for path in (model_path, version_path)]
+    return routes + [Route(path, _answering_errors(handler), methods=[method]) for method, path, handler in table]
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    """The JSON error body of a request no route takes (404) or takes with another method (405)."""
+    if exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}"
+    else:
+        message = f"no such endpoint: {request.method} {request.url.path}"
+    return Response(error_body(message), status_code=exc.status_code, media_type=JSON, headers=exc.headers)
+
+
+def _lifespan(
     repository: Repository,
     control: ModelControl,
     pool: InferencePool,
-    max_request_bytes: int,
     on_fatal: Callable[[], None],
-    restriction: Restriction | None = None,
-    grpc_server: GrpcServer | None = None,
-) -> ServeApp:
-    """The ASGI application serving a repository; loading (and the gRPC server) start with the app's lifespan."""
-
-    def model_of(request: Request):
-        params = request.path_params
-        return repository.get(params["model"], params.get("version"))
-
-    async def live(request: Request) -> Response:
-        return _json({"live": True})
-
-    async def ready(request: Request) -> Response:
-        return _json({"ready": repository.ready}, 200 if repository.ready else 503)
-
-    async def server_metadata(request: Request) -> Response:
-        return _json({"name": SERVER_NAME, "version": __version__, "extensions": EXTENSIONS})
-
-    async def model_metadata(request: Request) -> Response:
-        try:
-            model = model_of(request)
-        except ProtocolError as exc:
-            return _error(exc)
-        return Response(model.metadata_json, media_type=JSON)
-
-    async def model_ready(request: Request) -> Response:
-        try:
-            model = model_of(request)
-        except ProtocolError as exc:
-            return _error(exc)
-        ok = repository.ready
-        return _json({"name": model.name, "ready": ok}, 200 if ok else 503)
-
-    async def model_config(request: Request) -> Response:
-        try:
-            model = model_of(request)
-        except ProtocolError as exc:
-            return _error(exc)
-        return Response(model.config_json, media_type=JSON)
-
-    async def model_stats(request: Request) -> Response:
-        if "model" in request.path_params:
-            try:
-                model = model_of(request)
-            except ProtocolError as exc:
-                return _error(exc)
-            models = [model] if "version" in request.path_params else list(repository.models[model.name].values())
-        else:
-            models = repository.all_versions()
-        return _json({"model_stats": [m.stats.to_json(m.name, m.version) for m in models]})
-
-    def check_restricted(request: Request) -> None:
-        if restriction is not None:
-            restriction.check(request.headers.get(restriction.key))
-
-    async def repository_index(request: Request) -> Response:
-        try:
-            check_restricted(request)
-            ready_only = (await _json_body(request)).get("ready", False)
-            if not isinstance(ready_only, bool):
-                raise ProtocolError(f"'ready' must be true or false, got {ready_only!r}")
-        except ProtocolError as exc:
-            return _error(exc)
-        return _json(repository.index(ready_only))
-
-    async def load_model(request: Request) -> Response:
-        try:
-            check_restricted(request)
-            parameters = (await _json_body(request)).get("parameters") or {}
-            if not isinstance(parameters, dict):
-                raise ProtocolError(f"'parameters' must be a JSON object, got {type(parameters).__name__}")
-            if parameters:
-                raise ProtocolError(
-                    f"load parameters ({', '.join(map(str, parameters))}) are not supported: "
-                    "the server loads the files in the repository as they are"
-                )
-            await control.load(request.path_params["model"])
-        except ProtocolError as exc:
-            return _error(exc)
-        return _json({})
-
-    async def unload_model(request: Request) -> Response:
-        try:
-            check_restricted(request)
-            await _json_body(request)
-            await control.unload(request.path_params["model"])
-        except ProtocolError as exc:
-            return _error(exc)
-        return _json({})
-
-    async def metrics(request: Request) -> Response:
-        text = prometheus_text(repository.all_versions())
-        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
-
-    async def http_error(request: Request, exc: HTTPException) -> Response:
-        if exc.status_code == 405:
-            message = f"{request.method} is not allowed on {request.url.path}"
-        else:
-            message = f"no such endpoint: {request.method} {request.url.path}"
-        return Response(error_body(message), status_code=exc.status_code, media_type=JSON, headers=exc.headers)
+    grpc_server: GrpcServer | None,
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: loading (and the gRPC server) start with it, and everything drains at its end."""
 
     async def load() -> None:
         try:
@@ -320,29 +314,21 @@ def create_app(
                 await repository.close()
             await asyncio.get_running_loop().run_in_executor(None, pool.shutdown)
 
-    infer = InferEndpoint(repository, max_request_bytes)
-    model_path = "/v2/models/{model}"
-    version_path = "/v2/models/{model}/versions/{version}"
-    routes = [
-        Route(model_path + "/infer", infer, methods=["POST"]),
-        Route(version_path + "/infer", infer, methods=["POST"]),
-        Route("/v2/health/live", live, methods=["GET"]),
-        Route("/v2/health/ready", ready, methods=["GET"]),
-        Route("/v2", server_metadata, methods=["GET"]),
-        Route("/v2/models/stats", model_stats, methods=["GET"]),
-        Route("/v2/repository/index", repository_index, methods=["POST"]),
-        Route("/v2/repository/models/{model}/load", load_model, methods=["POST"]),
-        Route("/v2/repository/models/{model}/unload", unload_model, methods=["POST"]),
-        Route("/metrics", metrics, methods=["GET"]),
-    ]
-    for path in (model_path, version_path):
-        routes += [
-            Route(path, model_metadata, methods=["GET"]),
-            Route(path + "/ready", model_ready, methods=["GET"]),
-            Route(path + "/config", model_config, methods=["GET"]),
-            Route(path + "/stats", model_stats, methods=["GET"]),
-        ]
-    starlette = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
+    return lifespan
+
+
+def create_app(
+    plane: DataPlane,
+    pool: InferencePool,
+    max_request_bytes: int,
+    on_fatal: Callable[[], None],
+    grpc_server: GrpcServer | None = None,
+) -> ServeApp:
+    """The ASGI application serving a data plane; loading (and the gRPC server) start with the app's lifespan."""
+    infer = InferEndpoint(plane, max_request_bytes)
+    lifespan = _lifespan(plane.repository, plane.control, pool, on_fatal, grpc_server)
+    errors = {404: _http_error, 405: _http_error}
+    starlette = Starlette(routes=_routes(plane, infer), lifespan=lifespan, exception_handlers=errors)
     return ServeApp(starlette, infer)
 
 

@@ -1,27 +1,26 @@
 """The Open Inference Protocol gRPC service (inference.GRPCInferenceService) on grpcio's asyncio server.
 
-It runs on the REST server's event loop and shares its repository, model control, validation,
-batchers and statistics; errors carry the gRPC status matching the REST status.
+It runs on the REST server's event loop and answers from the same data plane (repository, model
+control, validation, batchers and statistics); errors carry the gRPC status matching the REST status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from time import perf_counter_ns
 
 import grpc
 import orjson
 from google.protobuf import json_format
 
-from serve import EXTENSIONS, SERVER_NAME, __version__
-from serve.config import PLATFORM
-from serve.control import ModelControl, Restriction
+from serve.dataplane import OFFLOAD_BYTES, DataPlane
 from serve.grpc_codec import encode_grpc_response, parse_grpc_request
 from serve.proto import inference_pb2 as pb
 from serve.proto import inference_pb2_grpc
 from serve.protocol import ProtocolError
-from serve.repository import Repository
 
 logger = logging.getLogger("serve.grpc")
 
@@ -32,7 +31,8 @@ _STATUS_CODES = {
     413: grpc.StatusCode.RESOURCE_EXHAUSTED,
     503: grpc.StatusCode.UNAVAILABLE,
 }
-_OFFLOAD_BYTES = 1 << 20
+
+_Rpc = Callable[..., Awaitable[object]]
 
 
 def status_code(status: int) -> grpc.StatusCode:
@@ -40,83 +40,78 @@ def status_code(status: int) -> grpc.StatusCode:
     return _STATUS_CODES.get(status, grpc.StatusCode.INTERNAL)
 
 
+def _rpc(method: _Rpc) -> _Rpc:
+    """A unary RPC that answers a ProtocolError it raises with the matching gRPC status and the message."""
+
+    @functools.wraps(method)
+    async def rpc(self: InferenceServicer, request, context: grpc.aio.ServicerContext):
+        try:
+            return await method(self, request, context)
+        except ProtocolError as exc:
+            await context.abort(status_code(exc.status), exc.message)
+
+    return rpc
+
+
+def _metadata(context: grpc.aio.ServicerContext) -> dict:
+    """A call's invocation metadata as a mapping, for the restricted-API check."""
+    return dict(context.invocation_metadata() or ())
+
+
 class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
-    """Each RPC of the service, answered from the shared repository."""
+    """Each RPC of the service: the request message to a data plane call, its answer to the response message."""
 
-    def __init__(self, repository: Repository, control: ModelControl, restriction: Restriction | None) -> None:
-        self.repository = repository
-        self.control = control
-        self.restriction = restriction
-
-    def _model(self, name: str, version: str):
-        return self.repository.get(name, version or None)
-
-    def _check_restricted(self, context: grpc.aio.ServicerContext) -> None:
-        if self.restriction is not None:
-            supplied = dict(context.invocation_metadata() or ()).get(self.restriction.key)
-            self.restriction.check(supplied)
+    def __init__(self, plane: DataPlane) -> None:
+        self.plane = plane
 
     async def ServerLive(self, request, context):
-        return pb.ServerLiveResponse(live=True)
+        return pb.ServerLiveResponse(live=self.plane.live())
 
     async def ServerReady(self, request, context):
-        return pb.ServerReadyResponse(ready=self.repository.ready)
+        return pb.ServerReadyResponse(ready=self.plane.ready())
 
+    @_rpc
     async def ModelReady(self, request, context):
         try:
-            self._model(request.name, request.version)
+            ready = self.plane.model_ready(request.name, request.version)["ready"]
         except ProtocolError as exc:
-            if exc.status == 503:
-                return pb.ModelReadyResponse(ready=False)
-            await context.abort(status_code(exc.status), exc.message)
-        return pb.ModelReadyResponse(ready=self.repository.ready)
+            # A loading or unavailable model (503) is simply not ready; an unknown model or version is an error.
+            if exc.status != 503:
+                raise
+            ready = False
+        return pb.ModelReadyResponse(ready=ready)
 
     async def ServerMetadata(self, request, context):
-        return pb.ServerMetadataResponse(name=SERVER_NAME, version=__version__, extensions=EXTENSIONS)
+        return pb.ServerMetadataResponse(**self.plane.server_metadata())
 
+    @_rpc
     async def ModelMetadata(self, request, context):
-        try:
-            model = self._model(request.name, request.version)
-        except ProtocolError as exc:
-            await context.abort(status_code(exc.status), exc.message)
-        tensor = pb.ModelMetadataResponse.TensorMetadata
-        return pb.ModelMetadataResponse(
-            name=model.name,
-            versions=[str(v) for v in self.repository.models.get(model.name, {})],
-            platform=PLATFORM,
-            inputs=[tensor(**spec.metadata()) for spec in model.session.inputs],
-            outputs=[tensor(**spec.metadata()) for spec in model.session.outputs],
-        )
+        metadata = orjson.loads(self.plane.model_metadata(request.name, request.version))
+        # The REST metadata's 'parameters' have no field in the gRPC message.
+        return json_format.ParseDict(metadata, pb.ModelMetadataResponse(), ignore_unknown_fields=True)
 
-    async def _infer(self, request: pb.ModelInferRequest) -> pb.ModelInferResponse:
-        """Validate, batch and run one request, counting it in the model's statistics; raises ProtocolError."""
+    async def _infer(self, request: pb.ModelInferRequest, context: object = None) -> pb.ModelInferResponse:
+        """Validate, batch and run one request, counting it in the model's statistics; raises ProtocolError.
+
+        CONTEXT is unused: it lets ModelInfer be this method under _rpc, with no coroutine between.
+        """
         start = perf_counter_ns()
+        plane = self.plane
         model = None
         try:
-            model = self._model(request.model_name, request.model_version)
-            if sum(len(raw) for raw in request.raw_input_contents) < _OFFLOAD_BYTES:
+            model = plane.model(request.model_name, request.model_version)
+            if sum(len(raw) for raw in request.raw_input_contents) < OFFLOAD_BYTES:
                 parsed = parse_grpc_request(request, model.signature)
             else:
                 parsed = await asyncio.to_thread(parse_grpc_request, request, model.signature)
-            outputs = await model.batcher.infer(parsed)
-            index = model.output_index
-            selected = [(name, outputs[index[name]], True) for name, _ in parsed.outputs]
+            selected = plane.outputs(model, parsed, await model.batcher.infer(parsed))
             response = encode_grpc_response(model.name, model.version, request.id, selected)
         except Exception as exc:
-            if model is not None:
-                model.stats.record_failure(perf_counter_ns() - start)
-            if isinstance(exc, ProtocolError):
-                raise
-            logger.exception("inference request failed")
-            raise ProtocolError(f"internal server error: {type(exc).__name__}: {exc}", 500) from None
-        model.stats.record_success(perf_counter_ns() - start)
+            raise plane.infer_failed(model, start, exc) from None
+        plane.infer_succeeded(model, start)
         return response
 
-    async def ModelInfer(self, request, context):
-        try:
-            return await self._infer(request)
-        except ProtocolError as exc:
-            await context.abort(status_code(exc.status), exc.message)
+    ModelInfer = _rpc(_infer)
 
     async def ModelStreamInfer(self, request_iterator, context):
         """Answer each request of the stream as soon as it is done (so possibly out of order: match
@@ -150,58 +145,33 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
         finally:
             reader.cancel()
 
+    @_rpc
     async def ModelConfig(self, request, context):
-        try:
-            model = self._model(request.name, request.version)
-        except ProtocolError as exc:
-            await context.abort(status_code(exc.status), exc.message)
-        config = json_format.ParseDict(orjson.loads(model.config_json), pb.ModelConfig())
+        config = json_format.ParseDict(orjson.loads(self.plane.model_config(request.name, request.version)),
+                                       pb.ModelConfig())
         return pb.ModelConfigResponse(config=config)
 
+    @_rpc
     async def ModelStatistics(self, request, context):
-        repository = self.repository
-        if request.name:
-            try:
-                model = self._model(request.name, request.version)
-            except ProtocolError as exc:
-                await context.abort(status_code(exc.status), exc.message)
-            models = [model] if request.version else list(repository.models[model.name].values())
-        else:
-            models = repository.all_versions()
-        response = pb.ModelStatisticsResponse()
-        for model in models:
-            json_format.ParseDict(
-                model.stats.to_json(model.name, model.version), response.model_stats.add(), ignore_unknown_fields=True
-            )
-        return response
+        statistics = self.plane.model_statistics(request.name, request.version)
+        return json_format.ParseDict(statistics, pb.ModelStatisticsResponse(), ignore_unknown_fields=True)
 
+    @_rpc
     async def RepositoryIndex(self, request, context):
-        try:
-            self._check_restricted(context)
-        except ProtocolError as exc:
-            await context.abort(status_code(exc.status), exc.message)
+        self.plane.check_restricted(_metadata(context))
         entry = pb.RepositoryIndexResponse.ModelIndex
-        return pb.RepositoryIndexResponse(models=[entry(**e) for e in self.repository.index(request.ready)])
+        return pb.RepositoryIndexResponse(models=[entry(**e) for e in self.plane.repository_index(request.ready)])
 
+    @_rpc
     async def RepositoryModelLoad(self, request, context):
-        try:
-            self._check_restricted(context)
-            if request.parameters:
-                raise ProtocolError(
-                    f"load parameters ({', '.join(request.parameters)}) are not supported: "
-                    "the server loads the files in the repository as they are"
-                )
-            await self.control.load(request.model_name)
-        except ProtocolError as exc:
-            await context.abort(status_code(exc.status), exc.message)
+        self.plane.check_restricted(_metadata(context))
+        await self.plane.load(request.model_name, request.parameters)
         return pb.RepositoryModelLoadResponse()
 
+    @_rpc
     async def RepositoryModelUnload(self, request, context):
-        try:
-            self._check_restricted(context)
-            await self.control.unload(request.model_name)
-        except ProtocolError as exc:
-            await context.abort(status_code(exc.status), exc.message)
+        self.plane.check_restricted(_metadata(context))
+        await self.plane.unload(request.model_name)
         return pb.RepositoryModelUnloadResponse()
 
 
