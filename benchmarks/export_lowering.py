@@ -1,7 +1,7 @@
 """Recurrent layers in onnxruntime: native RNN/LSTM nodes against Scan loops and unrolled ops, batch 1 and 64.
 
 Used by ``export_quality.py``; the figures behind the rule in
-``export/converters/recurrent_loops.py``. SimpleRNN: the RNN-node graph is
+``export/converters/layers/rnn/simple_rnn.py``. SimpleRNN: the RNN-node graph is
 built here from the same layer's weights (the exporter no longer writes it).
 LSTM: the three forms are built here from random weights (the exporter keeps
 the LSTM node, which these figures justify).
@@ -12,7 +12,7 @@ from onnx import helper, numpy_helper
 
 import kgraph
 from export import to_onnx
-from export.converters import recurrent_loops
+from export.converters.layers.rnn import simple_rnn as recurrent_loops
 from export.verify import session
 from tests.export.zoo import perturb
 

@@ -7,7 +7,8 @@ import onnx
 from onnx import helper
 
 import kgraph
-from kgraph import graph, tracing
+from kgraph.graph import topology as graph
+from kgraph.graph import tracing
 from kgraph.ops.operations import OpOperation
 
 from export import converters  # noqa: F401  (registers every converter)
@@ -27,7 +28,7 @@ def functional_of(model):
     """The Functional graph of a model: its own, or for a subclassed Model its ``call`` traced once."""
     if isinstance(model, kgraph.Sequential):
         return model.functional
-    if isinstance(model, kgraph.Functional):
+    if isinstance(model, kgraph.models.Functional):
         return model
     if not isinstance(model, kgraph.Model):
         raise ExportError(f"Expected a kgraph model. Received {type(model).__name__} "
@@ -64,7 +65,7 @@ def _trace_subclassed(model):
         raise
     except Exception as err:  # the user's code, traced: any failure becomes one clear export error
         raise ExportError(_trace_failure(model, err)) from err
-    return kgraph.Functional(inputs, outputs, name=model.name)
+    return kgraph.models.Functional(inputs, outputs, name=model.name)
 
 
 def _map_shapes(fn, structure, is_shape):
@@ -123,7 +124,7 @@ class _Walk:
         scope = prefix + layer.name
         if isinstance(layer, OpOperation):
             self._convert(layer, node, values, scope, lookup_op(layer, self.builder.opset))
-        elif isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
+        elif isinstance(layer, (kgraph.models.Functional, kgraph.Sequential)):
             self._nested(layer, node, values, scope)
         elif has_converter(type(layer)):
             self._convert(layer, node, values, scope, lookup(layer, self.builder.opset), hints=hints)

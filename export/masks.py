@@ -31,7 +31,7 @@ def _made_by(node):
     tensor = next(t for t in node.input_tensors if t._keras_mask is not None)
     mask = tensor._keras_mask
     while True:
-        made = kgraph.graph.producer(tensor)
+        made = kgraph.graph.topology.producer(tensor)
         same = [t for t in made.input_tensors if t._keras_mask is mask]
         if not same:
             return made.outbound_layer

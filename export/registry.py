@@ -7,6 +7,7 @@ DEFAULT_ATOL = 1e-5
 
 _CONVERTERS = {}
 _OP_CONVERTERS = {}
+_UNEXPORTABLE = {}
 _INHERITING = set()
 
 
@@ -73,6 +74,20 @@ def op_converter(op_name, opset=13, *, rtol=None, atol=None):
     return register
 
 
+def unexportable(op_name, reason):
+    """Declare that the ``kgraph.ops`` op ``op_name`` has no ONNX form, and why (the error a model using it gets)."""
+    if not isinstance(op_name, str):
+        raise TypeError(f"unexportable() expects an op name such as 'cond'. Received: {op_name!r}")
+    if op_name in _UNEXPORTABLE:
+        raise ValueError(f"Op '{op_name}' is already declared unexportable: {_UNEXPORTABLE[op_name]}")
+    _UNEXPORTABLE[op_name] = reason
+
+
+def unexportable_ops():
+    """Every op declared unexportable, with its reason."""
+    return dict(_UNEXPORTABLE)
+
+
 def has_op_converter(op_name):
     """Whether some converter (at any opset) is registered for the op ``op_name``."""
     return op_name in _OP_CONVERTERS
@@ -82,8 +97,7 @@ def lookup_op(operation, opset):
     """The converter for an op node's ``operation`` at ``opset``; raises ConverterNotFoundError naming the op."""
     variants = _OP_CONVERTERS.get(operation.op_name)
     if not variants:
-        from export.converters.ops import UNEXPORTABLE
-        reason = UNEXPORTABLE.get(operation.op_name)
+        reason = _UNEXPORTABLE.get(operation.op_name)
         if reason:
             raise ConverterNotFoundError(
                 f"Operation '{operation.name}' (kgraph.ops.{operation.op_name}) cannot be exported to ONNX: {reason.rstrip('.')}.")

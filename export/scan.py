@@ -9,9 +9,10 @@ import numpy as np
 from onnx import helper
 
 import kgraph
-from kgraph import graph, tracing
-from kgraph.keras_tensor import KerasTensor
-from kgraph.layers.rnn import _flatten, _pack_states
+from kgraph.graph import topology as graph
+from kgraph.graph import tracing
+from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.layers.rnn.rnn import _flatten, _pack_states
 
 from export.builder import NATIVE, GraphBuilder, Value, onnx_dtype
 from export.context import ConversionContext

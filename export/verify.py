@@ -65,10 +65,10 @@ def leaf_layers(model):
     out, seen, stack = [], set(), [model]
     while stack:
         for layer in functional_of(stack.pop()).layers:
-            if id(layer) in seen or isinstance(layer, kgraph.InputLayer):
+            if id(layer) in seen or isinstance(layer, kgraph.layers.InputLayer):
                 continue
             seen.add(id(layer))
-            if isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
+            if isinstance(layer, (kgraph.models.Functional, kgraph.Sequential)):
                 stack.append(layer)
             else:
                 out.append(layer)
@@ -80,7 +80,7 @@ def _input_dims(tensor):
     found = []
     for node in tensor._keras_history.layer.outbound_nodes:
         layer = node.outbound_layer
-        if isinstance(layer, (kgraph.Functional, kgraph.Sequential)):
+        if isinstance(layer, (kgraph.models.Functional, kgraph.Sequential)):
             inner = functional_of(layer)
             flat = inner._flatten_call_inputs(node.call_args[0])
             found += [d for t, x in zip(inner.inputs, flat) if x is tensor for d in _input_dims(t)]

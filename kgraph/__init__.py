@@ -1,18 +1,40 @@
-"""kgraph: a pure-NumPy deep-learning engine with Keras's API."""
-__version__ = "0.1.0"
+"""kgraph: a pure-NumPy deep-learning engine with Keras's API.
 
-from kgraph import backend, initializers, ops, random  # noqa: E402
-from kgraph.backend.autodiff import GradientTape, value_and_grad  # noqa: E402
-from kgraph.models.functional import Functional  # noqa: E402
-from kgraph.layers.core.input_layer import Input, InputLayer  # noqa: E402
-from kgraph.layers.input_spec import InputSpec  # noqa: E402
-from kgraph.graph.keras_tensor import KerasHistory, KerasTensor  # noqa: E402
-from kgraph.layers.layer import Layer  # noqa: E402
-from kgraph.models.model import Model  # noqa: E402
-from kgraph.graph.node import Node  # noqa: E402
-from kgraph.graph.operation import Operation  # noqa: E402
-from kgraph.saving import load_model  # noqa: E402
-from kgraph.models.sequential import Sequential  # noqa: E402
-from kgraph.backend.variable import Variable  # noqa: E402
-from kgraph import (activations, callbacks, config, layers, losses, metrics, models, optimizers,  # noqa: E402
-                    regularizers, utils)
+This module is Keras's public face: the classes of ``keras.*`` and its namespaces. The implementation lives in
+the folders beside it (see ARCHITECTURE.md).
+"""
+from kgraph.version import __version__
+from kgraph import backend, initializers, ops, random  # noqa: I001 (the engine first: the layers build on it)
+from kgraph.backend.autodiff import GradientTape, value_and_grad
+from kgraph.backend.variable import Variable
+from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.graph.operation import Operation
+from kgraph.initializers import Initializer
+from kgraph.layers.core.input_layer import Input
+from kgraph.layers.input_spec import InputSpec
+from kgraph.layers.layer import Layer
+from kgraph.models import Model, Sequential
+from kgraph.regularizers import Regularizer
+from kgraph.saving import load_model
+from kgraph import (activations, callbacks, config, layers, losses, metrics, models, optimizers, regularizers,
+                    saving, tree, utils)
+from kgraph.losses import Loss
+from kgraph.metrics import Metric
+from kgraph.optimizers import Optimizer
+
+
+def version() -> str:
+    """kgraph's version string (``keras.version()``)."""
+    return __version__
+
+
+__all__ = ["GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor", "Layer", "Loss", "Metric", "Model",
+           "Operation", "Optimizer", "Regularizer", "Sequential", "Variable", "__version__", "activations",
+           "backend", "callbacks", "config", "initializers", "layers", "load_model", "losses", "metrics", "models",
+           "ops", "optimizers", "random", "regularizers", "saving", "tree", "utils", "value_and_grad", "version"]
+
+
+def __dir__():
+    # The implementation packages (graph, trainers, ...) are attributes once imported; dir() shows the face.
+    return sorted(__all__)
+

@@ -1,4 +1,4 @@
-"""Layer converters; importing this package registers every converter module below.
+"""Layer and op converters; importing this package registers every converter module below.
 
 The contract
 ============
@@ -92,17 +92,12 @@ layout it is given::
         y = ctx.op("Add", [ctx.op("Mul", [x, scale]), offset])
         return Value(y, layout)
 
-Put a new converter module in this package and import it below, or register
-from anywhere before exporting (registration is a side effect of import).
+Layer converters live in ``layers/``, one module per ``kgraph.layers``
+family; op converters in ``ops/``, one module per ``keras.ops`` family (an
+op with no ONNX form is declared there with
+``export.registry.unexportable(op_name, reason)``). Put a new converter
+module in one of them and import it in that package's ``__init__``, or
+register from anywhere before exporting (registration is a side effect of
+import).
 """
-from export.converters import activations, core, merging, reshaping  # noqa: F401
-from export.converters import convolutional, embedding, normalization, pooling, spatial  # noqa: F401,E402
-from export.converters import recurrent  # noqa: F401,E402
-from export.converters import attention  # noqa: F401,E402
-from export.converters import ops_conv, ops_index, ops_linalg, ops_math  # noqa: F401,E402
-from export.converters import ops_nn, ops_reduce, ops_shape  # noqa: F401,E402
-from export.converters import activation_layers, regularization  # noqa: F401,E402
-from export.converters import adaptive_pooling, layers_3d  # noqa: F401,E402
-from export.converters import ops_extra_linalg, ops_extra_math, ops_extra_nn, ops_extra_reduce  # noqa: F401,E402
-from export.converters import ops_extra_core, ops_extra_fft, ops_extra_image, ops_extra_shape  # noqa: F401,E402
-from export.converters import ops_complex, ops_image_filters  # noqa: F401,E402
+from export.converters import activations, layers, ops  # noqa: F401

@@ -19,7 +19,7 @@ def any_symbolic(args, kwargs=None):
 class Operation:
     """Something called on tensors: eagerly on arrays, symbolically on KerasTensors.
 
-    A symbolic call records a ``kgraph.Node`` (the call's arguments, inputs and
+    A symbolic call records a ``kgraph.graph.node.Node`` (the call's arguments, inputs and
     outputs) in ``inbound_nodes`` and returns KerasTensors whose
     ``_keras_history`` points back at that node. ``Layer`` subclasses it; the
     ``kgraph.ops`` functions create one Operation per symbolic call.

@@ -148,6 +148,13 @@ def test_a_variant_above_the_target_opset_only_is_an_error():
         registry.lookup(Modern(), 17)
 
 
+def test_an_op_is_declared_unexportable_once_and_its_reason_is_kept():
+    reason = registry.unexportable_ops()["inv"]
+    with pytest.raises(ValueError, match="'inv' is already declared unexportable"):
+        registry.unexportable("inv", "another reason")
+    assert registry.unexportable_ops()["inv"] == reason
+
+
 def test_declared_tolerances_are_the_loosest_of_the_model():
     class Loose(kgraph.Layer):
         def compute_output_shape(self, input_shape):
