@@ -90,9 +90,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="an .onnx file (served as model <file stem>, version 1) or a model repository directory "
         "laid out as DIR/NAME/config.pbtxt (optional) and DIR/NAME/<version>/model.onnx",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    parser.add_argument("--port", type=_count(0), default=8000, help="TCP port (default: %(default)s)")
-    parser.add_argument(
+    _add_network(parser.add_argument_group("network"))
+    _add_devices(parser.add_argument_group("devices and threads"))
+    _add_batching(parser.add_argument_group("dynamic batching"))
+    _add_repository(parser.add_argument_group("model repository"))
+    return parser
+
+
+def _add_network(group) -> None:
+    """Where the server listens and how much it reads."""
+    group.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    group.add_argument("--port", type=_count(0), default=8000, help="TCP port (default: %(default)s)")
+    group.add_argument(
         "--grpc-port",
         type=_count(0),
         default=8001,
@@ -100,7 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="TCP port of the gRPC service (inference.GRPCInferenceService) on the same host; "
         "0 turns gRPC off (default: %(default)s)",
     )
-    parser.add_argument(
+    group.add_argument(
+        "--max-request-bytes",
+        type=_count(1),
+        default=64 * 1024 * 1024,
+        metavar="N",
+        help="largest accepted request body; larger ones get 413 (default: %(default)s)",
+    )
+
+
+def _add_devices(group) -> None:
+    """Which device runs the models, and how many runs overlap."""
+    group.add_argument(
         "--device",
         type=_device,
         default="auto",
@@ -109,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "models, on GPU N (default 0); a model's config.pbtxt instance_group (KIND_CPU, or KIND_GPU with gpus: [N]) "
         "overrides it for that model (default: %(default)s)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--cuda-option",
         action="append",
         default=[],
@@ -118,19 +138,37 @@ def build_parser() -> argparse.ArgumentParser:
         "arena_extend_strategy=kSameAsRequested, use_tf32=0); repeatable; the server's defaults are "
         + ", ".join(f"{k}={v}" for k, v in CUDA_DEFAULTS.items()),
     )
-    parser.add_argument(
+    group.add_argument(
+        "--threads",
+        type=_count(1),
+        default=default_threads(),
+        metavar="N",
+        help="inference threads: how many session runs may be in flight at once (default: %(default)s)",
+    )
+    group.add_argument(
+        "--intra-op-threads",
+        type=_count(0),
+        default=0,
+        metavar="N",
+        help="threads onnxruntime uses inside one run; 0 lets onnxruntime choose (default: %(default)s)",
+    )
+
+
+def _add_batching(group) -> None:
+    """How concurrent requests are merged into one run."""
+    group.add_argument(
         "--max-batch-size",
         type=_count(0),
         default=64,
         metavar="N",
         help="most rows one merged run may hold; 0 or 1 turns dynamic batching off (default: %(default)s)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--no-batching",
         action="store_true",
         help="run every request on its own (same as --max-batch-size 0)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--max-queue-delay-us",
         type=_count(0),
         default=0,
@@ -138,28 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a batch waits for more requests after its first one arrived, in microseconds; "
         "with 0 a batch takes whatever queued while the previous runs were busy (default: %(default)s)",
     )
-    parser.add_argument(
-        "--threads",
-        type=_count(1),
-        default=default_threads(),
-        metavar="N",
-        help="inference threads: how many session runs may be in flight at once (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--intra-op-threads",
-        type=_count(0),
-        default=0,
-        metavar="N",
-        help="threads onnxruntime uses inside one run; 0 lets onnxruntime choose (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--max-request-bytes",
-        type=_count(1),
-        default=64 * 1024 * 1024,
-        metavar="N",
-        help="largest accepted request body; larger ones get 413 (default: %(default)s)",
-    )
-    parser.add_argument(
+
+
+def _add_repository(group) -> None:
+    """How models are loaded, who may change them, and logging."""
+    group.add_argument(
         "--model-control-mode",
         choices=MODES,
         default="none",
@@ -168,14 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
         "at startup, then load, reload and unload on request (POST /v2/repository/models/NAME/load and /unload, "
         "or gRPC) (default: %(default)s)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--repository-poll-secs",
         type=_seconds,
         default=15.0,
         metavar="S",
         help="how often poll mode looks for changes in the repository (default: %(default)s)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--restricted-api",
         type=_restriction,
         metavar="CATEGORY:KEY=VALUE",
@@ -183,13 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
         "'model-repository' covers the repository index, load and unload "
         "(e.g. model-repository:admin-key=s3cret)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default="info",
         help="log verbosity (default: %(default)s)",
     )
-    return parser
 
 
 def _loopback(host: str) -> bool:
