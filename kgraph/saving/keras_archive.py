@@ -5,11 +5,18 @@ drive letters), duplicate names, too many members, declared sizes over the limit
 size is far larger than what is stored (decompression bombs). A member that decompresses to more than it
 declared is refused while reading.
 """
+from __future__ import annotations
+
 import io
 import json
 import os
 import zipfile
 import zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 CONFIG = "config.json"
 METADATA = "metadata.json"
@@ -81,7 +88,7 @@ def _json(payload, name, source):
     return value
 
 
-def read_archive(filepath):
+def read_archive(filepath: os.PathLike[str] | str) -> tuple[dict[str, Any], dict[str, Any], bytes | None]:
     """``(config, metadata, weights_bytes or None)`` of a ``.keras`` file, read safely in memory."""
     source = os.fspath(filepath)
     if not os.path.exists(source):
@@ -106,7 +113,7 @@ def read_archive(filepath):
     return config, metadata, weights
 
 
-def archive_bytes(config, metadata, weights):
+def archive_bytes(config: Mapping[str, Any], metadata: Mapping[str, Any], weights: bytes) -> bytes:
     """The bytes of a ``.keras`` archive with these members (stored uncompressed, as Keras writes them)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as zf:

@@ -1,14 +1,25 @@
 """The ``compile_config`` of a Keras 3 ``.keras`` file -> ``model.compile`` with kgraph's optimizer, losses, metrics."""
+from __future__ import annotations
+
 import warnings
+from typing import TYPE_CHECKING
 
 from kgraph import losses, metrics, optimizers
 from kgraph.saving.keras_config_reader import constructor_arguments
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from kgraph.models.model import Model
+    from kgraph.saving.registration import CustomObjects
 
 # Keras optimizer arguments that change nothing at these values (kgraph has no EMA or loss scaling).
 _INERT = {("use_ema", False), ("ema_momentum", 0.99), ("amsgrad", False)}
 
 
-def compile_from_keras(model, compile_config, source, custom_objects):
+def compile_from_keras(model: Model, compile_config: Mapping[str, Any] | None, source: str,
+                       custom_objects: CustomObjects) -> None:
     """Compile ``model`` as the file's ``compile_config`` says; warn and leave it uncompiled where kgraph cannot."""
     if not compile_config or not compile_config.get("loss"):
         return

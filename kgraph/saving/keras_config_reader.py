@@ -4,14 +4,23 @@ Keras writes every object as ``{"module", "class_name", "config", "registered_na
 by name in kgraph's own registries (layers, ``kgraph.ops``, initializers, regularizers); no module named in the
 file is ever imported, so reading a config never runs code from it.
 """
+from __future__ import annotations
+
 import inspect
 import warnings
+from typing import TYPE_CHECKING
 
 from kgraph import initializers
 from kgraph.layers.layer import get_registered_layer
 from kgraph.ops.operations import get_op_class
 from kgraph.saving.registration import get_registered_object
 from kgraph.saving.serialization import OPS_MODULE
+
+if TYPE_CHECKING:
+    from collections.abc import Container, Mapping
+    from typing import Any
+
+    from kgraph.saving.registration import CustomObjects
 
 _PLAIN_FORMS = ("__keras_tensor__", "__tuple__", "__slice__", "__numpy__", "__ellipsis__")
 _MODEL_CLASSES = ("Functional", "Sequential")
@@ -36,7 +45,7 @@ def _module(data):
     return data.get("module") or ""
 
 
-def layer_from_keras(data, custom_objects, path="config"):
+def layer_from_keras(data: Mapping[str, Any], custom_objects: CustomObjects, path: str = "config") -> dict[str, Any]:
     """One Keras-serialized layer, model or op as kgraph's ``{"class_name", "config"[, "module"]}``."""
     if not _is_object(data):
         raise ValueError(f"Expected a Keras object with 'class_name' and 'config' at {path} of the .keras config. "
@@ -114,7 +123,8 @@ def _model_from_keras(data, custom_objects, path):
     return {"class_name": "Functional", "config": {**kept, "layers": layers}}
 
 
-def shift_model_refs(structure, names, delta):
+def shift_model_refs(structure: list[Any] | dict[str, Any], names: Container[str],
+                     delta: int) -> list[Any] | dict[str, Any]:
     """Keras numbers a nested Functional's nodes from 1 in ``input_layers``/``output_layers`` (node 0 is the
     model's own); kgraph numbers them from 0. Shifts the node index of references to ``names`` by ``delta``."""
     if isinstance(structure, list) and len(structure) == 3 and isinstance(structure[0], str):
@@ -195,7 +205,7 @@ def _initializer(value, path):
     return {"class_name": class_name, "config": config}
 
 
-def constructor_arguments(cls):
+def constructor_arguments(cls: type) -> set[str]:
     """Constructor argument names of ``cls``, following ``**kwargs`` up the class hierarchy."""
     names = set()
     for klass in cls.__mro__:

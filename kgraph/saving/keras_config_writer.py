@@ -1,8 +1,17 @@
 """kgraph models -> Keras 3 configs (the ``config.json`` of a ``.keras`` archive that Keras loads)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from kgraph.saving.keras_config_reader import shift_model_refs
 from kgraph.layers.layer import get_registered_layer
 from kgraph.saving.registration import get_registered_name
 from kgraph.saving.serialization import OPS_MODULE, serialize_layer
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kgraph.models.model import Model
 
 _OP_MODULES = {
     "nn": ("AveragePool Conv ConvTranspose DepthwiseConv Elu Gelu HardSigmoid HardSilu LeakyRelu LogSigmoid "
@@ -21,7 +30,7 @@ _KERAS_REJECTS = {name: ("trainable",) for name in ("Discretization", "Pipeline"
                                                     "SpatialDropout2D", "SpatialDropout3D")}
 
 
-def model_to_keras(model):
+def model_to_keras(model: Model) -> dict[str, Any]:
     """Keras 3's top-level config of ``model`` (module, class_name, config, registered_name, build_config)."""
     return _layer(serialize_layer(model), model.name)
 

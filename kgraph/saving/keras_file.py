@@ -1,6 +1,9 @@
 """Keras 3 ``.keras`` files: ``load_keras_model`` reads one into a kgraph model, ``save_keras_model`` writes one."""
+from __future__ import annotations
+
 import datetime
 import os
+from typing import TYPE_CHECKING
 
 from kgraph.saving import keras_archive
 from kgraph.saving import keras_weights
@@ -9,10 +12,15 @@ from kgraph.saving.keras_config_reader import layer_from_keras
 from kgraph.saving.keras_config_writer import model_to_keras
 from kgraph.saving.serialization import deserialize_layer
 
+if TYPE_CHECKING:
+    from kgraph.models.model import Model
+    from kgraph.saving.registration import CustomObjects
+
 KERAS_FORMAT_VERSION = "3.15.1"  # the Keras release whose archive format save_keras_model writes
 
 
-def load_keras_model(filepath, custom_objects=None, compile=True):
+def load_keras_model(filepath: os.PathLike[str] | str, custom_objects: CustomObjects | None = None,
+                     compile: bool = True) -> Model:
     """Load a Keras 3 ``.keras`` archive; no code from it runs; unknown classes need ``custom_objects``."""
     source = os.fspath(filepath)
     keras_weights.h5py_module()  # without h5py, say which extra to install before reading anything
@@ -34,9 +42,9 @@ def load_keras_model(filepath, custom_objects=None, compile=True):
     return model
 
 
-def save_keras_model(model, filepath, overwrite=True):
+def save_keras_model(model: Model, filepath: os.PathLike[str] | str, overwrite: bool = True) -> None:
     """Write ``model`` as a ``.keras`` archive that Keras 3 loads with ``keras.saving.load_model``."""
-    from kgraph import __version__
+    from kgraph.version import __version__
     from kgraph.saving import atomic_write
     filepath = os.fspath(filepath)
     if not overwrite and os.path.exists(filepath):

@@ -5,8 +5,11 @@ where ``<name>`` is the snake-cased class name, numbered per model in layer orde
 and sub-layers under the attribute that holds them (``lstm/cell``, ``bidirectional/forward_layer/cell``,
 ``multi_head_attention/query_dense``). kgraph layers keep Keras's variable order, so each group lines up.
 """
+from __future__ import annotations
+
 import io
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,13 +22,19 @@ from kgraph.layers.rnn.recurrent_base import RecurrentBase
 from kgraph.layers.rnn.rnn import RNN
 from kgraph.layers.rnn.rnn_cells import StackedRNNCells
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from kgraph.backend.variable import Variable
+    from kgraph.models.model import Model
+
 _ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
 _GROUPED_ATTENTION_LAYERS = ("query_dense", "key_dense", "gate_dense", "value_dense", "output_dense")
 # Keras names h5 groups after its Python class, which differs from the exported name for these.
 _H5_CLASS_NAMES = {"GroupQueryAttention": "GroupedQueryAttention"}
 
 
-def h5py_module():
+def h5py_module() -> ModuleType:
     """``h5py``, or an ImportError naming the extra that installs it."""
     try:
         import h5py
@@ -35,7 +44,7 @@ def h5py_module():
     return h5py
 
 
-def keras_name(class_name):
+def keras_name(class_name: str) -> str:
     """Keras's snake-cased name of a class (``MultiHeadAttention`` -> ``multi_head_attention``)."""
     name = re.sub(r"\W+", "", class_name)
     name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
@@ -127,7 +136,7 @@ def _base_attributes(layer):
 _BASE_ATTRIBUTES = {}
 
 
-def weight_groups(model):
+def weight_groups(model: Model) -> list[tuple[str, list[Variable]]]:
     """Every h5 group of ``model`` with its variables; a clear error for layers whose paths kgraph cannot name."""
     groups = _groups(model, "")
     placed = {id(v) for _, variables in groups for v in variables}
@@ -139,7 +148,7 @@ def weight_groups(model):
     return groups
 
 
-def read_weights(model, payload, source):
+def read_weights(model: Model, payload: bytes, source: str) -> None:
     """Set ``model``'s weights from the bytes of ``model.weights.h5``; shapes and counts are checked first."""
     h5py = h5py_module()
     values, read = {}, set()
@@ -210,7 +219,7 @@ def _dataset(dataset, variable, path, source, h5py):
     return np.asarray(dataset[()], dtype=variable.dtype)
 
 
-def weights_bytes(model):
+def weights_bytes(model: Model) -> bytes:
     """The bytes of a ``model.weights.h5`` that Keras 3 reads into the same architecture."""
     h5py = h5py_module()
     buffer = io.BytesIO()

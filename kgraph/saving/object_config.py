@@ -1,7 +1,17 @@
 """Shared serialize/deserialize for the named-object families (losses, metrics)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from kgraph.saving.registration import CustomObjects
 
 
-def serialize_object(obj, base_class, functions, module):
+def serialize_object(obj: object, base_class: type, functions: Mapping[str, Callable[..., Any]],
+                     module: str) -> dict[str, Any] | str:
     """``{"module", "class_name", "config"}`` for an instance, or the name of a built-in function."""
     if isinstance(obj, base_class):
         return {"module": module, "class_name": type(obj).__name__, "config": obj.get_config()}
@@ -11,7 +21,8 @@ def serialize_object(obj, base_class, functions, module):
     raise ValueError(f"Cannot serialize {obj!r}: expected a {base_class.__name__} instance or a {module} function.")
 
 
-def deserialize_object(config, classes, get, kind, custom_objects=None):
+def deserialize_object(config: str | Mapping[str, Any], classes: Mapping[str, type], get: Callable[[str], Any],
+                       kind: str, custom_objects: CustomObjects | None = None) -> Any:
     """Rebuild an object from ``serialize_object`` output (a name string or a dict).
 
     custom_objects: ``{name: class_or_function}`` for user-defined objects.

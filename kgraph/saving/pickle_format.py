@@ -5,16 +5,25 @@ arrays (architecture config, weights, compile config, optimizer state). The
 unpickler refuses every global except the few NumPy functions that rebuild
 numeric arrays, so loading a file never imports or calls anything else.
 """
+from __future__ import annotations
+
 import io
 import os
 import pickle
 import tempfile
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kgraph.saving.registration import (get_registered_name, get_registered_object,  # noqa: F401 (keras.saving names)
                                  register_keras_serializable)
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kgraph.models.model import Model
+    from kgraph.saving.registration import CustomObjects
 
 FORMAT = "kgraph-model"
 FORMAT_VERSION = 1
@@ -46,7 +55,7 @@ def _safe_frombuffer(buffer, dtype, shape, order):
 class RestrictedUnpickler(pickle.Unpickler):
     """Unpickles plain data and numeric NumPy arrays; refuses every other global."""
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _NUMPY_GLOBALS:
             if name == "dtype":
                 return _safe_dtype
@@ -58,7 +67,7 @@ class RestrictedUnpickler(pickle.Unpickler):
             "and numeric NumPy arrays")
 
 
-def safe_loads(payload, source="<bytes>"):
+def safe_loads(payload: bytes, source: str = "<bytes>") -> Any:
     """Unpickle ``payload`` with the restricted unpickler, with clear errors for bad files."""
     try:
         return RestrictedUnpickler(io.BytesIO(payload)).load()
@@ -70,7 +79,7 @@ def safe_loads(payload, source="<bytes>"):
                          f"({type(err).__name__}: {err}).") from None
 
 
-def atomic_write(path, payload):
+def atomic_write(path: os.PathLike[str] | str, payload: bytes) -> None:
     """Write bytes to ``path`` through a temporary file and a rename, so a crash never leaves half a file."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -100,9 +109,9 @@ def _check_overwrite(filepath, overwrite):
         raise FileExistsError(f"{filepath} already exists and overwrite=False.")
 
 
-def model_payload(model):
+def model_payload(model: Model) -> dict[str, Any]:
     """The plain-data dict that ``save_model`` pickles."""
-    from kgraph import __version__
+    from kgraph.version import __version__
     from kgraph.saving.serialization import serialize_layer
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "kgraph_version": __version__,
                "model": serialize_layer(model), "weights": [np.array(w) for w in model.get_weights()],
@@ -114,7 +123,7 @@ def model_payload(model):
     return payload
 
 
-def save_model(model, filepath, overwrite=True):
+def save_model(model: Model, filepath: os.PathLike[str] | str, overwrite: bool = True) -> None:
     """Save ``model`` to ``filepath`` (a ``.pkl`` file, or a Keras 3 ``.keras`` archive), atomically."""
     filepath = os.fspath(filepath)
     if filepath.endswith(".keras"):
@@ -124,7 +133,8 @@ def save_model(model, filepath, overwrite=True):
     atomic_write(filepath, pickle.dumps(model_payload(model), protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def load_model(filepath, custom_objects=None, compile=True):
+def load_model(filepath: os.PathLike[str] | str, custom_objects: CustomObjects | None = None,
+               compile: bool = True) -> Model:
     """Load a model saved by ``model.save()`` or a Keras 3 ``.keras`` archive; no code from the file ever runs."""
     if os.fspath(filepath).endswith(".keras"):
         from kgraph.saving.keras_file import load_keras_model
@@ -143,7 +153,7 @@ def load_model(filepath, custom_objects=None, compile=True):
     return model
 
 
-def save_weights(model, filepath, overwrite=True):
+def save_weights(model: Model, filepath: os.PathLike[str] | str, overwrite: bool = True) -> None:
     """Save only the weights (a list of arrays, in ``model.weights`` order)."""
     filepath = os.fspath(filepath)
     _check_overwrite(filepath, overwrite)
@@ -151,7 +161,7 @@ def save_weights(model, filepath, overwrite=True):
     atomic_write(filepath, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def load_weights(model, filepath):
+def load_weights(model: Model, filepath: os.PathLike[str] | str) -> None:
     """Load weights saved by ``save_weights`` (or a full model file) into ``model``."""
     payload = safe_loads(_read(filepath), os.fspath(filepath))
     if not isinstance(payload, dict) or payload.get("format") not in ("kgraph-weights", FORMAT):

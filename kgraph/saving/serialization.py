@@ -1,6 +1,9 @@
 """Model architecture <-> plain config dicts (JSON-compatible), for Functional and any layer."""
+from __future__ import annotations
+
 import collections
 import inspect
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -9,10 +12,21 @@ from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.layer import get_registered_layer
 from kgraph.saving.registration import get_registered_object
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar
+
+    from kgraph.graph.operation import Operation
+    from kgraph.models.functional import Functional
+    from kgraph.models.model import Model
+    from kgraph.saving.registration import CustomObjects
+
+    _ModelT = TypeVar("_ModelT", bound=Model)
+
 OPS_MODULE = "kgraph.ops"
 
 
-def serialize_layer(layer):
+def serialize_layer(layer: Operation) -> dict[str, Any]:
     """``{"class_name", "config", "build_config"}`` for one layer (or op Operation)."""
     out = {"class_name": type(layer).__name__, "config": layer.get_config()}
     if getattr(layer, "op_name", None) is not None:
@@ -40,7 +54,7 @@ def _find_class(class_name, custom_objects, module=None):
     return cls
 
 
-def deserialize_layer(data, custom_objects=None):
+def deserialize_layer(data: Mapping[str, Any], custom_objects: CustomObjects | None = None) -> Operation:
     """Rebuild a layer from ``serialize_layer`` output."""
     cls = _find_class(data["class_name"], custom_objects, data.get("module"))
     if hasattr(cls, "nodes_by_depth") or data["class_name"] in ("Functional", "Sequential") or \
@@ -70,7 +84,7 @@ def _shapes_to_tuples(value):
     return [_shapes_to_tuples(v) for v in value]
 
 
-def functional_config(model):
+def functional_config(model: Functional) -> dict[str, Any]:
     """Keras-style functional config: operations with their inbound nodes, input and output layers."""
     operations = model.operations
     in_model = {id(node) for nodes in model.nodes_by_depth.values() for node in nodes}
@@ -106,7 +120,7 @@ def functional_config(model):
             "output_layers": tree.map_structure(ref, model._outputs_struct)}
 
 
-def encode_argument(value, ref):
+def encode_argument(value: Any, ref: Callable[[KerasTensor], list[Any]]) -> Any:
     """A call argument as plain data (Keras 3's forms): KerasTensors by ``ref``, tuples, slices, arrays."""
     if isinstance(value, KerasTensor):
         return {"class_name": "__keras_tensor__",
@@ -136,7 +150,7 @@ def encode_argument(value, ref):
                     f"{value!r}. Expected tensors, numbers, strings, slices, or lists/tuples/dicts of them.")
 
 
-def decode_argument(value, tensor):
+def decode_argument(value: Any, tensor: Callable[[list[Any]], KerasTensor | None]) -> Any:
     """Invert ``encode_argument``; ``tensor(ref)`` gives the KerasTensor of a reference (or None if not made)."""
     if isinstance(value, list):
         return [decode_argument(v, tensor) for v in value]
@@ -172,7 +186,8 @@ def _map_refs(fn, structure):
     return [_map_refs(fn, v) for v in structure]
 
 
-def functional_from_config(cls, config, custom_objects=None):
+def functional_from_config(cls: type[_ModelT], config: Mapping[str, Any],
+                           custom_objects: CustomObjects | None = None) -> _ModelT:
     """Rebuild a Functional from ``functional_config`` output, re-calling each layer once per node."""
     created = {}
     pending = collections.deque()

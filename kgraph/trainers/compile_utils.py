@@ -1,9 +1,36 @@
 """What ``compile()`` sets up: per-output losses and weights, loss trackers and metrics."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from kgraph import losses as losses_module
 from kgraph import metrics as metrics_module
 from kgraph import ops
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any, TypeAlias
+
+    from kgraph.losses.loss import Loss
+    from kgraph.metrics.metric import Metric
+    from kgraph.trainers.data_adapter import FlatArrays
+
+    # One loss: a name ("mse"), a Loss instance or class, a serialized config, or a function(y_true, y_pred).
+    LossLike: TypeAlias = str | Loss | type[Loss] | dict[str, Any] | Callable[..., Any]
+    # compile's `loss`: one for every output, a list or tuple with one per output, or a dict by output name.
+    LossArg: TypeAlias = LossLike | list[LossLike | None] | tuple[LossLike | None, ...] | dict[str, LossLike | None]
+    # compile's `loss_weights`: one weight, one per output, or a dict by output name.
+    LossWeights: TypeAlias = float | list[float | None] | tuple[float | None, ...] | dict[str, float | None]
+    # One metric: a name ("accuracy"), a Metric instance or class, a serialized config, or a function.
+    MetricLike: TypeAlias = str | Metric | type[Metric] | dict[str, Any] | Callable[..., Any]
+    MetricList: TypeAlias = list[MetricLike] | tuple[MetricLike, ...]
+    # compile's `metrics`: metrics for every output, a list of lists with one per output, or a dict by output name.
+    MetricsArg: TypeAlias = (MetricLike | MetricList | list[MetricList | None] | tuple[MetricList | None, ...]
+                             | dict[str, MetricLike | MetricList | None])
+    # What a step returns and callbacks receive: each tracker's and metric's result by name.
+    Logs: TypeAlias = dict[str, float | np.ndarray]
 
 
 def _per_output(spec, names, what):
@@ -30,7 +57,8 @@ def _per_output(spec, names, what):
 class CompiledLossesAndMetrics:
     """Holds the resolved losses, loss weights, trackers and metrics of a compiled model."""
 
-    def __init__(self, output_names, loss, loss_weights, metrics):
+    def __init__(self, output_names: Iterable[str], loss: LossArg | None, loss_weights: LossWeights | None,
+                 metrics: MetricsArg | None) -> None:
         self.output_names = list(output_names)
         if loss is None:
             raise ValueError("`compile()` needs a `loss` (a name such as 'mse', a Loss instance or a function).")
@@ -64,13 +92,14 @@ class CompiledLossesAndMetrics:
                 built.append(metric)
             self.output_metrics.append(built)
 
-    def all_metrics(self):
+    def all_metrics(self) -> list[Metric]:
         out = [self.loss_tracker] + [t for t in self.output_loss_trackers if t is not None]
         for group in self.output_metrics or []:
             out.extend(group)
         return out
 
-    def loss(self, ys, preds, sample_weights):
+    def loss(self, ys: FlatArrays, preds: Sequence[np.ndarray],
+             sample_weights: FlatArrays | None) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """``(total, per_output)``: the weighted sum over outputs, each a 0-d array."""
         total, per_output = None, []
         for i, (fn, weight) in enumerate(zip(self.losses, self.loss_weights)):
@@ -88,7 +117,8 @@ class CompiledLossesAndMetrics:
             total = term if total is None else ops.add(total, term)
         return total, per_output
 
-    def update_metrics(self, ys, preds, sample_weights, total, per_output, batch_size):
+    def update_metrics(self, ys: FlatArrays, preds: Sequence[np.ndarray], sample_weights: FlatArrays | None,
+                       total: np.ndarray, per_output: Sequence[np.ndarray | None], batch_size: int) -> Logs:
         """Update trackers and metrics with one batch; returns the running logs."""
         if self.output_metrics is None:
             self._build_metrics(ys, preds)

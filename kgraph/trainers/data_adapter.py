@@ -1,9 +1,28 @@
 """Turning user data (arrays, lists, dicts) into aligned flat lists and batches for training."""
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kgraph.random import generator
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, Literal, TypeAlias
+
+    import numpy.typing as npt
+
+    # `x`, `y` or `sample_weight` given as arrays: one array (or array-like), a list/tuple with one per model
+    # input or output, or a dict of them by input or output name.
+    ArrayData: TypeAlias = npt.ArrayLike | Sequence[npt.ArrayLike] | Mapping[str, npt.ArrayLike]
+    # One array per model input or output, in the model's order (None where an output has no data).
+    FlatArrays: TypeAlias = list[np.ndarray | None]
+    # `shuffle`: True permutes the samples, "batch" the order of whole batches, False neither.
+    Shuffle: TypeAlias = bool | Literal["batch"]
+    # Rows to take: a slice or integer indices.
+    RowIndex: TypeAlias = slice | npt.NDArray[np.integer[Any]] | Sequence[int]
 
 
 def _as_array(x, what):
@@ -15,7 +34,7 @@ def _as_array(x, what):
     return arr
 
 
-def flatten_by_names(data, names, what):
+def flatten_by_names(data: ArrayData | None, names: Sequence[str], what: str) -> FlatArrays | None:
     """Match ``data`` (array, list/tuple, or dict keyed by ``names``) to the list ``names``."""
     if data is None:
         return None
@@ -41,7 +60,7 @@ def flatten_by_names(data, names, what):
     return [_as_array(data, what)]
 
 
-def check_cardinality(groups):
+def check_cardinality(groups: Mapping[str, Sequence[np.ndarray | None]]) -> int:
     """All arrays in ``groups`` ({"x": [...], "y": [...]}) must have the same number of samples."""
     sizes = {what: [len(a) for a in arrays if a is not None] for what, arrays in groups.items() if arrays}
     flat = {s for values in sizes.values() for s in values}
@@ -54,7 +73,7 @@ def check_cardinality(groups):
     return flat.pop()
 
 
-def class_weights_to_sample_weights(y, class_weight):
+def class_weights_to_sample_weights(y: npt.ArrayLike, class_weight: Mapping[int, float]) -> np.ndarray:
     """Per-sample weights from a ``{class: weight}`` dict, for sparse or one-hot labels."""
     y = np.asarray(y)
     labels = y.argmax(axis=-1) if y.ndim > 1 and y.shape[-1] > 1 else y.reshape(len(y)).astype(np.int64)
@@ -64,7 +83,7 @@ def class_weights_to_sample_weights(y, class_weight):
     return table[labels]
 
 
-def split_validation(arrays, validation_split):
+def split_validation(arrays: Sequence[np.ndarray | None], validation_split: float) -> tuple[FlatArrays, FlatArrays]:
     """Split the last ``validation_split`` fraction off every array (before any shuffling)."""
     if not 0 < validation_split < 1:
         raise ValueError(f"`validation_split` must be between 0 and 1. Received: {validation_split}")
@@ -78,7 +97,7 @@ def split_validation(arrays, validation_split):
     return train, val
 
 
-def batches(n, batch_size, shuffle):
+def batches(n: int, batch_size: int, shuffle: Shuffle) -> list[np.ndarray]:
     """Index arrays, one per batch, over ``n`` samples.
 
     shuffle: ``True`` permutes the samples, ``"batch"`` permutes the order of
@@ -113,7 +132,7 @@ def _file_layout(a):
     return root.filename, root.offset + address, a.itemsize * row.size, a.strides[0]
 
 
-def read_rows(a, index):
+def read_rows(a: np.ndarray, index: RowIndex) -> np.ndarray:
     """``a[index]`` as a new array; rows of a read-only memory map are read from its file.
 
     Reading with ``preadv`` leaves the map untouched, so a pass over a file much
@@ -148,5 +167,5 @@ def read_rows(a, index):
     return out
 
 
-def take(arrays, index):
+def take(arrays: Sequence[np.ndarray | None], index: RowIndex) -> FlatArrays:
     return [read_rows(a, index) if a is not None else None for a in arrays]

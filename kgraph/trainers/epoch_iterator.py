@@ -1,23 +1,40 @@
 """Batches for fit/evaluate/predict from arrays, generators/iterators and PyDatasets, cut into epochs."""
+from __future__ import annotations
+
 import collections.abc
 import itertools
 import warnings
+from typing import TYPE_CHECKING
 
 from kgraph.trainers import data_adapter as data
 from kgraph.trainers.py_dataset import OrderedEnqueuer, PyDataset
 from kgraph.random import generator
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any, TypeAlias, TypeGuard
 
-def is_batch_source(x):
+    from kgraph.trainers.data_adapter import ArrayData, FlatArrays, Shuffle
+
+    # One batch as a generator or a PyDataset yields it: `x`, `(x,)`, `(x, y)` or `(x, y, sample_weight)`.
+    Batch: TypeAlias = (ArrayData | tuple[ArrayData] | tuple[ArrayData, ArrayData | None]
+                        | tuple[ArrayData, ArrayData | None, ArrayData | None])
+    # A batch matched to the model: `(xs, ys, sample_weights)`, one array per input / output.
+    PreparedBatch: TypeAlias = tuple[FlatArrays, FlatArrays | None, FlatArrays | None]
+    # The `x` of fit / evaluate / predict: arrays, a PyDataset, or a generator or iterator of batches.
+    DataSource: TypeAlias = ArrayData | PyDataset | Iterator[Batch]
+
+
+def is_batch_source(x: object) -> TypeGuard[PyDataset | Iterator[Any]]:
     """Whether ``x`` yields whole batches itself (a PyDataset, a generator or another iterator)."""
     return isinstance(x, (PyDataset, collections.abc.Iterator))
 
 
-def source_kind(x):
+def source_kind(x: PyDataset | Iterator[Any]) -> str:
     return "PyDataset" if isinstance(x, PyDataset) else "Python generator"
 
 
-def unpack_batch(batch):
+def unpack_batch(batch: Batch) -> tuple[ArrayData, ArrayData | None, ArrayData | None]:
     """``(x, y, sample_weight)`` of one yielded batch: a tuple (or list) of 1 to 3 parts, or ``x`` alone."""
     if isinstance(batch, list):
         batch = tuple(batch)
@@ -32,35 +49,35 @@ def unpack_batch(batch):
 class ArrayAdapter:
     """Batches of in-memory (or memory-mapped) arrays already matched to the model's inputs and outputs."""
 
-    def __init__(self, arrays, batch_size, shuffle):
+    def __init__(self, arrays: PreparedBatch, batch_size: int, shuffle: Shuffle) -> None:
         self.arrays = arrays
         self.size = len(arrays[0][0])
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.num_batches = -(-self.size // batch_size)
 
-    def new_pass(self):
+    def new_pass(self) -> Iterator[PreparedBatch]:
         for index in data.batches(self.size, self.batch_size, self.shuffle):
             yield tuple(data.take(group, index) if group else group for group in self.arrays)
 
-    def end_pass(self):
+    def end_pass(self) -> None:
         """Nothing to do between passes over arrays."""
 
-    def close(self):
+    def close(self) -> None:
         """Arrays hold no workers."""
 
 
 class PyDatasetAdapter:
     """Batches of a PyDataset in index order (or a shuffled batch order), prefetched by its workers."""
 
-    def __init__(self, dataset, shuffle, standardize):
+    def __init__(self, dataset: PyDataset, shuffle: Shuffle, standardize: Callable[[Batch], PreparedBatch]) -> None:
         self.dataset = dataset
         self.shuffle = shuffle
         self.standardize = standardize
         self.num_batches = dataset.num_batches
         self.enqueuer = OrderedEnqueuer(dataset)
 
-    def new_pass(self):
+    def new_pass(self) -> Iterator[PreparedBatch]:
         self.dataset.on_epoch_begin()
         n = self.num_batches
         if n is None:
@@ -70,10 +87,10 @@ class PyDatasetAdapter:
         for batch in self.enqueuer.get(indices):
             yield self.standardize(batch)
 
-    def end_pass(self):
+    def end_pass(self) -> None:
         self.dataset.on_epoch_end()
 
-    def close(self):
+    def close(self) -> None:
         self.enqueuer.close()
 
 
@@ -82,18 +99,18 @@ class GeneratorAdapter:
 
     num_batches = None
 
-    def __init__(self, iterator, standardize):
+    def __init__(self, iterator: Iterator[Batch], standardize: Callable[[Batch], PreparedBatch]) -> None:
         self.iterator = iterator
         self.standardize = standardize
 
-    def new_pass(self):
+    def new_pass(self) -> Iterator[PreparedBatch]:
         for batch in self.iterator:
             yield self.standardize(batch)
 
-    def end_pass(self):
+    def end_pass(self) -> None:
         """A generator has no pass hooks."""
 
-    def close(self):
+    def close(self) -> None:
         """A generator holds no workers."""
 
 
@@ -107,7 +124,8 @@ class EpochIterator:
     early interrupts training with a warning.
     """
 
-    def __init__(self, adapter, steps, what, steps_name):
+    def __init__(self, adapter: ArrayAdapter | PyDatasetAdapter | GeneratorAdapter, steps: int | None, what: str,
+                 steps_name: str) -> None:
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
             raise ValueError(f"`{steps_name}` must be a positive integer or None. Received: {steps_name}={steps!r}")
         if steps is None and isinstance(adapter, PyDatasetAdapter) and adapter.num_batches is None:
@@ -122,7 +140,7 @@ class EpochIterator:
         self._pass = None
         self._used_up = False
 
-    def epoch(self):
+    def epoch(self) -> Iterator[PreparedBatch] | None:
         """An iterator over the next epoch's batches ``(xs, ys, sample_weights)``, or None when none are left."""
         if self._used_up and self.steps is None:
             raise ValueError(
@@ -160,7 +178,7 @@ class EpochIterator:
                           f"A generator must yield at least `{self.steps_name}` batches per epoch for every "
                           "epoch; `fit` stops training here.", stacklevel=2)
 
-    def close(self):
+    def close(self) -> None:
         """Stop prefetching workers."""
         if self._pass is not None:
             self._pass.close()

@@ -1,8 +1,16 @@
 """PyDataset: batches from Python code, prefetched by worker threads or processes in index order."""
+from __future__ import annotations
+
 import collections
 import concurrent.futures
 import itertools
 import multiprocessing
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from kgraph.trainers.epoch_iterator import Batch
 
 
 class PyDataset:
@@ -26,26 +34,26 @@ class PyDataset:
     max_queue_size: most batches fetched ahead of the one being used.
     """
 
-    def __init__(self, workers=1, use_multiprocessing=False, max_queue_size=10):
+    def __init__(self, workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10) -> None:
         self.workers = workers
         self.use_multiprocessing = use_multiprocessing
         self.max_queue_size = max_queue_size
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Batch:
         """The batch at position ``index``."""
         raise NotImplementedError(f"{type(self).__name__} must implement `__getitem__(self, index)`.")
 
     @property
-    def num_batches(self):
+    def num_batches(self) -> int | None:
         """Batches per pass, or ``None`` for an endless dataset (``fit`` then needs ``steps_per_epoch``)."""
         if hasattr(self, "__len__"):
             return len(self)
         raise NotImplementedError(f"{type(self).__name__} must implement `__len__` (or the `num_batches` property).")
 
-    def on_epoch_begin(self):
+    def on_epoch_begin(self) -> None:
         """Called before each pass over the data."""
 
-    def on_epoch_end(self):
+    def on_epoch_end(self) -> None:
         """Called after each pass over the data."""
 
 
@@ -64,7 +72,7 @@ def _worker_getitem(index):
 class OrderedEnqueuer:
     """Runs ``dataset[i]`` ahead in a pool, up to ``max_queue_size`` batches, and yields them in order."""
 
-    def __init__(self, dataset):
+    def __init__(self, dataset: PyDataset) -> None:
         self.dataset = dataset
         self.workers = max(int(getattr(dataset, "workers", 1) or 0), 0)
         self.use_multiprocessing = bool(getattr(dataset, "use_multiprocessing", False))
@@ -72,7 +80,7 @@ class OrderedEnqueuer:
         self._threads = None
 
     @property
-    def parallel(self):
+    def parallel(self) -> bool:
         return self.workers > 1 or (self.workers > 0 and self.use_multiprocessing)
 
     def _pool(self):
@@ -84,7 +92,7 @@ class OrderedEnqueuer:
             self._threads = concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="PyDataset")
         return self._threads, self.dataset.__getitem__
 
-    def get(self, indices):
+    def get(self, indices: Iterable[int]) -> Iterator[Batch]:
         """Yield ``dataset[i]`` for each of ``indices`` (an iterable, possibly endless), in that order."""
         if not self.parallel:
             for index in indices:
@@ -107,7 +115,7 @@ class OrderedEnqueuer:
             if pool is not self._threads:
                 pool.shutdown(wait=True, cancel_futures=True)
 
-    def close(self):
+    def close(self) -> None:
         """Stop the worker threads."""
         if self._threads is not None:
             self._threads.shutdown(wait=True, cancel_futures=True)

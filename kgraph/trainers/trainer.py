@@ -1,5 +1,8 @@
 """Trainer: compile / fit / evaluate / predict and the *_on_batch methods of Model."""
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -9,11 +12,32 @@ from kgraph.trainers.epoch_iterator import (ArrayAdapter, EpochIterator, Generat
                                    source_kind, unpack_batch)
 from kgraph.trainers.py_dataset import PyDataset
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import Any, Literal, TypeAlias
+
+    from kgraph.callbacks.callback import Callback
+    from kgraph.callbacks.history import History
+    from kgraph.metrics.metric import Metric
+    from kgraph.optimizers.optimizer import Optimizer
+    from kgraph.trainers.compile_utils import Logs, LossArg, LossWeights, MetricsArg
+    from kgraph.trainers.data_adapter import ArrayData, FlatArrays, Shuffle
+    from kgraph.trainers.epoch_iterator import Batch, DataSource
+
+    # fit's `validation_data`: `(x_val, y_val)`, `(x_val, y_val, val_sample_weight)`, a PyDataset or a generator.
+    ValidationData: TypeAlias = (tuple[ArrayData, ArrayData] | tuple[ArrayData, ArrayData, ArrayData | None]
+                                 | PyDataset | Iterator[Batch])
+    # evaluate / train_on_batch / test_on_batch: one value, a list in `metrics_names` order, or a dict by name.
+    Results: TypeAlias = float | np.ndarray | list[float | np.ndarray] | dict[str, float | np.ndarray]
+    # predict: arrays in the structure of the model's outputs.
+    NestedArrays: TypeAlias = (np.ndarray | list["NestedArrays"] | tuple["NestedArrays", ...]
+                               | dict[str, "NestedArrays"])
+
 
 class Trainer:
     """The training loop that Model mixes in (Keras's ``compile``/``fit``/``evaluate``/``predict``)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.optimizer = None
         self.compiled = False
         self.stop_training = False
@@ -22,8 +46,11 @@ class Trainer:
         self._compiled = None
 
     # ----- compile ------------------------------------------------------------
-    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
-                run_eagerly=None, steps_per_execution=1, jit_compile=None, auto_scale_loss=None):
+    def compile(self, optimizer: str | Optimizer | dict[str, Any] = "rmsprop", loss: LossArg | None = None,
+                loss_weights: LossWeights | None = None, metrics: MetricsArg | None = None,
+                weighted_metrics: MetricsArg | None = None, run_eagerly: bool | None = None,
+                steps_per_execution: int = 1, jit_compile: bool | Literal["auto"] | None = None,
+                auto_scale_loss: bool | None = None) -> None:
         """Configure the optimizer, the loss(es) and the metrics."""
         from kgraph import optimizers
         from kgraph.trainers.compile_utils import CompiledLossesAndMetrics
@@ -56,14 +83,14 @@ class Trainer:
             raise RuntimeError(f"You must call `compile()` on model '{self.name}' before calling `{what}()`.")
 
     @property
-    def metrics(self):
+    def metrics(self) -> list[Metric]:
         return self._compiled.all_metrics() if self._compiled else []
 
     @property
-    def metrics_names(self):
+    def metrics_names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
-    def reset_metrics(self):
+    def reset_metrics(self) -> None:
         for metric in self.metrics:
             metric.reset_state()
 
@@ -72,7 +99,8 @@ class Trainer:
         inputs = xs[0] if len(xs) == 1 else xs
         return tree.flatten(self(inputs, training=training))
 
-    def compute_loss(self, ys, preds, sample_weights):
+    def compute_loss(self, ys: FlatArrays, preds: list[np.ndarray],
+                     sample_weights: FlatArrays | None) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """Total loss: weighted per-output losses plus the model's added losses."""
         from kgraph import ops
         total, per_output = self._compiled.loss(ys, preds, sample_weights)
@@ -81,7 +109,7 @@ class Trainer:
             total = ops.add(total, ops.sum(ops.stack([ops.sum(loss) for loss in extra])))
         return total, per_output
 
-    def train_step(self, xs, ys, sample_weights):
+    def train_step(self, xs: FlatArrays, ys: FlatArrays, sample_weights: FlatArrays | None) -> Logs:
         from kgraph.backend.autodiff import GradientTape
         with GradientTape() as tape:
             preds = self._forward(xs, training=True)
@@ -91,7 +119,7 @@ class Trainer:
         self.optimizer.apply(grads, variables)
         return self._compiled.update_metrics(ys, preds, sample_weights, total, per_output, len(xs[0]))
 
-    def test_step(self, xs, ys, sample_weights):
+    def test_step(self, xs: FlatArrays, ys: FlatArrays, sample_weights: FlatArrays | None) -> Logs:
         preds = self._forward(xs, training=False)
         total, per_output = self.compute_loss(ys, preds, sample_weights)
         return self._compiled.update_metrics(ys, preds, sample_weights, total, per_output, len(xs[0]))
@@ -160,9 +188,12 @@ class Trainer:
         return cl
 
     # ----- fit / evaluate / predict -------------------------------------------------
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
-            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
-            steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1):
+    def fit(self, x: DataSource | None = None, y: ArrayData | None = None, batch_size: int | None = None,
+            epochs: int = 1, verbose: str | int = "auto", callbacks: list[Callback] | None = None,
+            validation_split: float = 0.0, validation_data: ValidationData | None = None, shuffle: Shuffle = True,
+            class_weight: Mapping[int, float] | None = None, sample_weight: ArrayData | None = None,
+            initial_epoch: int = 0, steps_per_epoch: int | None = None, validation_steps: int | None = None,
+            validation_batch_size: int | None = None, validation_freq: int = 1) -> History:
         """Train for ``epochs`` epochs; returns the History callback.
 
         ``x`` may be arrays (lists/dicts of them, memory maps included), a
@@ -277,8 +308,9 @@ class Trainer:
                 cl.on_test_batch_end(step, logs)
         return logs
 
-    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
-                 callbacks=None, return_dict=False):
+    def evaluate(self, x: DataSource | None = None, y: ArrayData | None = None, batch_size: int | None = None,
+                 verbose: str | int = "auto", sample_weight: ArrayData | None = None, steps: int | None = None,
+                 callbacks: list[Callback] | None = None, return_dict: bool = False) -> Results:
         """Loss and metrics on the given data (a scalar, a list in ``metrics_names`` order, or a dict)."""
         self._require_compiled("evaluate")
         iterator = self._iterator(x, y, sample_weight, batch_size, False, steps)
@@ -297,7 +329,8 @@ class Trainer:
         values = list(logs.values())
         return values[0] if len(values) == 1 else values
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+    def predict(self, x: DataSource, batch_size: int | None = None, verbose: str | int = "auto",
+                steps: int | None = None, callbacks: list[Callback] | None = None) -> NestedArrays:
         """Model outputs for ``x``, computed in batches (structure as the model's outputs)."""
         iterator = self._iterator(x, None, None, batch_size, False, steps, need_y=False)
         try:
@@ -324,21 +357,23 @@ class Trainer:
             return flat[0] if len(flat) == 1 else flat
         return tree.pack_sequence_as(struct, flat)
 
-    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+    def train_on_batch(self, x: ArrayData, y: ArrayData | None = None, sample_weight: ArrayData | None = None,
+                       class_weight: Mapping[int, float] | None = None, return_dict: bool = False) -> Results:
         """One gradient step on one batch; returns the batch's loss and metrics."""
         self._require_compiled("train_on_batch")
         xs, ys, sws = self._prepare(x, y, sample_weight, class_weight)
         self.reset_metrics()
         return self._format_logs(self.train_step(xs, ys, sws), return_dict)
 
-    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+    def test_on_batch(self, x: ArrayData, y: ArrayData | None = None, sample_weight: ArrayData | None = None,
+                      return_dict: bool = False) -> Results:
         """Loss and metrics of one batch, without updating weights."""
         self._require_compiled("test_on_batch")
         xs, ys, sws = self._prepare(x, y, sample_weight)
         self.reset_metrics()
         return self._format_logs(self.test_step(xs, ys, sws), return_dict)
 
-    def predict_on_batch(self, x):
+    def predict_on_batch(self, x: ArrayData) -> NestedArrays:
         """Model outputs for one batch."""
         xs = data.flatten_by_names(x, self._x_names(x), "x")
         return self._pack_outputs(self._forward(xs, training=False))
