@@ -4,8 +4,8 @@ Weights follow Keras's names, shapes and order: a depthwise kernel ``window + (i
 separable layers a pointwise kernel ``(1,) * rank + (in * multiplier, filters)``, then the bias.
 """
 from kgraph import activations, initializers, ops, regularizers
-from kgraph.layers.convolutional.conv import (check_data_format, check_padding, conv_output_shape, input_channels,
-                                              reject_unsupported, serialize_regularizer)
+from kgraph.layers.arguments import check_data_format, check_padding, reject_unsupported, serialize_regularizer
+from kgraph.layers.convolutional.conv import conv_output_shape, input_channels
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 from kgraph.ops.kernels.windows import normalize_tuple

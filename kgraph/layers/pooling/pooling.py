@@ -2,7 +2,8 @@
 from kgraph import ops
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.layers.convolutional.conv import check_data_format, check_padding, conv_output_shape
+from kgraph.layers.arguments import check_data_format, check_padding
+from kgraph.layers.convolutional.conv import conv_output_shape
 from kgraph.ops.kernels.windows import normalize_tuple
 
 
