@@ -6,6 +6,7 @@ built here from the same layer's weights (the exporter no longer writes it).
 LSTM: the three forms are built here from random weights (the exporter keeps
 the LSTM node, which these figures justify).
 """
+import lstm_forms
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -15,8 +16,6 @@ from export import to_onnx
 from export.converters.layers.rnn import simple_rnn as recurrent_loops
 from export.verify import session
 from tests.export.zoo import perturb
-
-import lstm_forms
 
 SHAPES = [(8, 16, 16), (20, 16, 32), (32, 64, 128)]  # (steps, features, units)
 

@@ -22,13 +22,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import export_lowering  # noqa: E402
+import export_weights  # noqa: E402
+
 from export import to_onnx  # noqa: E402
 from export.exporter import functional_of  # noqa: E402
 from export.verify import make_inputs, session  # noqa: E402
 from tests.export import zoo  # noqa: E402
-
-import export_lowering  # noqa: E402
-import export_weights  # noqa: E402
 
 REFERENCE = ("Reference, Keras 3.15 exporting through its torch backend: 23 nodes for a 3-Dense MLP, "
              "52 nodes (8 Transposes) for a 2-conv CNN.")

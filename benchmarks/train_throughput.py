@@ -22,10 +22,11 @@ import numpy as np
 os.environ.setdefault("KERAS_BACKEND", "torch")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import kgraph  # noqa: E402
-from kgraph import layers  # noqa: E402
 from cnn_models import CNN_KERAS, cnn_data, cnn_floor, cnn_kgraph, cnn_torch  # noqa: E402
 from lstm_models import LSTM_KERAS, lstm_data, lstm_floor, lstm_kgraph, lstm_torch  # noqa: E402
+
+import kgraph  # noqa: E402
+from kgraph import layers  # noqa: E402
 
 BATCH = 128
 

@@ -3,8 +3,24 @@
 This module is Keras's public face: the classes of ``keras.*`` and its namespaces. The implementation lives in
 the folders beside it (see ARCHITECTURE.md).
 """
-from kgraph.version import __version__
-from kgraph import backend, initializers, ops, random  # noqa: I001 (the engine first: the layers build on it)
+from kgraph import (  # noqa: I001 (the engine first: the layers build on it)
+    activations,
+    backend,
+    callbacks,
+    config,
+    initializers,
+    layers,
+    losses,
+    metrics,
+    models,
+    ops,
+    optimizers,
+    random,
+    regularizers,
+    saving,
+    tree,
+    utils,
+)
 from kgraph.backend.autodiff import GradientTape, value_and_grad
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
@@ -13,14 +29,13 @@ from kgraph.initializers import Initializer
 from kgraph.layers.core.input_layer import Input
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.models import Model, Sequential
-from kgraph.regularizers import Regularizer
-from kgraph.saving import load_model
-from kgraph import (activations, callbacks, config, layers, losses, metrics, models, optimizers, regularizers,
-                    saving, tree, utils)
 from kgraph.losses import Loss
 from kgraph.metrics import Metric
+from kgraph.models import Model, Sequential
 from kgraph.optimizers import Optimizer
+from kgraph.regularizers import Regularizer
+from kgraph.saving import load_model
+from kgraph.version import __version__
 
 
 def version() -> str:

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from serve.proto import inference_pb2 as pb
 from serve.protocol import (
     InferRequest,
     ProtocolError,
@@ -17,7 +18,6 @@ from serve.protocol import (
     datatype_of,
     shape_text,
 )
-from serve.proto import inference_pb2 as pb
 
 # The typed 'contents' field that carries each datatype (FP16 travels only as raw bytes).
 _CONTENTS_FIELD = {

@@ -9,7 +9,7 @@ cannot pass.
 """
 import numpy as np
 
-from kgraph.autodiff import GradientTape
+from kgraph.backend.autodiff import GradientTape
 
 
 def _weighted_sum(out, cotangent):

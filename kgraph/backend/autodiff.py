@@ -21,9 +21,9 @@ import threading
 
 import numpy as np
 
-from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
+from kgraph.graph.keras_tensor import KerasTensor
 
 __all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_recording", "on_tape"]
 

@@ -1,7 +1,6 @@
 """Training callbacks with Keras 3's names and behaviour."""
 from kgraph.callbacks.backup_and_restore import BackupAndRestore
-from kgraph.callbacks.callback import Callback
-from kgraph.callbacks.callback import CallbackList
+from kgraph.callbacks.callback import Callback, CallbackList
 from kgraph.callbacks.csv_logger import CSVLogger
 from kgraph.callbacks.early_stopping import EarlyStopping
 from kgraph.callbacks.history import History
@@ -9,8 +8,7 @@ from kgraph.callbacks.lambda_callback import LambdaCallback
 from kgraph.callbacks.learning_rate_scheduler import LearningRateScheduler
 from kgraph.callbacks.model_checkpoint import ModelCheckpoint
 from kgraph.callbacks.monitor_callback import MonitorCallback
-from kgraph.callbacks.progbar import Progbar
-from kgraph.callbacks.progbar import ProgbarLogger
+from kgraph.callbacks.progbar import Progbar, ProgbarLogger
 from kgraph.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from kgraph.callbacks.tensorboard import TensorBoard
 from kgraph.callbacks.terminate_on_nan import TerminateOnNaN

@@ -1,7 +1,7 @@
 """Operation: a node-producing callable. Layers are Operations; so is every ``kgraph.ops`` function."""
 from kgraph import tree
-from kgraph.utils import naming
 from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.utils import naming
 
 
 def any_symbolic(args, kwargs=None):

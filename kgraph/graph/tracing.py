@@ -9,10 +9,10 @@ inside it are given back, so tracing leaves the user's graph as it was.
 import contextlib
 
 from kgraph import tree
-from kgraph.utils import naming
 from kgraph.graph import node
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.graph.operation import Operation
+from kgraph.utils import naming
 
 
 class Placeholder(Operation):

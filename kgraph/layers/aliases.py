@@ -1,10 +1,18 @@
 """Keras's other names for existing layers, and the functional forms of the merge layers."""
-from kgraph.layers.convolutional.conv_transpose import Conv2DTranspose
 from kgraph.layers.convolutional.conv import Conv1D, Conv2D
+from kgraph.layers.convolutional.conv_transpose import Conv2DTranspose
 from kgraph.layers.convolutional.depthwise_separable import SeparableConv2D
 from kgraph.layers.merging.merging import Average, Maximum, Minimum, Multiply, Subtract
-from kgraph.layers.pooling.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
-                                   GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
+from kgraph.layers.pooling.pooling import (
+    AveragePooling1D,
+    AveragePooling2D,
+    GlobalAveragePooling1D,
+    GlobalAveragePooling2D,
+    GlobalMaxPooling1D,
+    GlobalMaxPooling2D,
+    MaxPooling1D,
+    MaxPooling2D,
+)
 
 Convolution1D = Conv1D
 Convolution2D = Conv2D

@@ -3,15 +3,15 @@ import inspect
 
 import numpy as np
 
-from kgraph.backend import autodiff as _autodiff
 from kgraph import backend, tree
-from kgraph.layers import mask_propagation as masking
-from kgraph.utils import naming
-from kgraph.layers.input_spec import assert_input_compatibility
+from kgraph.backend import autodiff as _autodiff
+from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
 from kgraph.graph.node import Node
 from kgraph.graph.operation import Operation
-from kgraph.backend.variable import Variable
+from kgraph.layers import mask_propagation as masking
+from kgraph.layers.input_spec import assert_input_compatibility
+from kgraph.utils import naming
 
 _REGISTRY = {}
 _call_depth = [0]
@@ -227,8 +227,8 @@ class Layer(Operation):
         self.built = True
 
     def _build_sublayers_symbolically(self, input_shape):
-        from kgraph.layers.core.input_layer import Input
         from kgraph.graph.tracing import scratch
+        from kgraph.layers.core.input_layer import Input
 
         def tensors(shape):
             if isinstance(shape, (tuple, list)) and all(d is None or isinstance(d, (int, np.integer)) for d in shape):

@@ -54,8 +54,7 @@ def set_symbolic_masks(layer, args, kwargs, outputs):
         return
     if not has_mask(previous) and type(layer).compute_mask is _default_compute_mask():
         return
-    from kgraph.graph import shape_inference
-    from kgraph.graph import tracing
+    from kgraph.graph import shape_inference, tracing
     try:
         with tracing.scratch():
             masks = layer.compute_mask(args[0], previous)

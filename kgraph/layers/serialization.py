@@ -4,9 +4,9 @@ The dict is the one Keras writes (``module``, ``class_name``, ``config``,
 ``registered_name``, and ``build_config`` once the layer is built), so a dict
 from ``keras.layers.serialize`` rebuilds the kgraph layer and the reverse.
 """
+from kgraph.layers.layer import Layer
 from kgraph.saving.keras_config_reader import layer_from_keras
 from kgraph.saving.keras_config_writer import model_to_keras
-from kgraph.layers.layer import Layer
 from kgraph.saving.serialization import deserialize_layer
 
 __all__ = ["deserialize", "serialize"]

@@ -1,24 +1,26 @@
 """Losses with Keras 3's names, defaults and numerics, plus ``get``/``serialize``/``deserialize``."""
+from kgraph.losses.classes import (
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    CosineSimilarity,
+    Huber,
+    KLDivergence,
+    MeanAbsoluteError,
+    MeanSquaredError,
+    SparseCategoricalCrossentropy,
+)
+from kgraph.losses.functions import (
+    binary_crossentropy,
+    categorical_crossentropy,
+    cosine_similarity,
+    huber,
+    kl_divergence,
+    mean_absolute_error,
+    mean_squared_error,
+    sparse_categorical_crossentropy,
+)
+from kgraph.losses.loss import Loss, LossFunctionWrapper, reduce_weighted_values
 from kgraph.saving.object_config import deserialize_object, serialize_object
-from kgraph.losses.classes import BinaryCrossentropy
-from kgraph.losses.classes import CategoricalCrossentropy
-from kgraph.losses.classes import CosineSimilarity
-from kgraph.losses.classes import Huber
-from kgraph.losses.classes import KLDivergence
-from kgraph.losses.classes import MeanAbsoluteError
-from kgraph.losses.classes import MeanSquaredError
-from kgraph.losses.classes import SparseCategoricalCrossentropy
-from kgraph.losses.functions import binary_crossentropy
-from kgraph.losses.functions import categorical_crossentropy
-from kgraph.losses.functions import cosine_similarity
-from kgraph.losses.functions import huber
-from kgraph.losses.functions import kl_divergence
-from kgraph.losses.functions import mean_absolute_error
-from kgraph.losses.functions import mean_squared_error
-from kgraph.losses.functions import sparse_categorical_crossentropy
-from kgraph.losses.loss import Loss
-from kgraph.losses.loss import LossFunctionWrapper
-from kgraph.losses.loss import reduce_weighted_values
 
 _CLASSES = {
     cls.__name__: cls

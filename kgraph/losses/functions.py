@@ -5,10 +5,9 @@ loss evaluated under a ``GradientTape`` is differentiable with respect to it.
 """
 import numpy as np
 
-from kgraph import backend
-from kgraph import ops
-from kgraph.losses.loss import squeeze_or_expand_to_same_rank
+from kgraph import backend, ops
 from kgraph.backend.variable import Variable
+from kgraph.losses.loss import squeeze_or_expand_to_same_rank
 
 
 def _float_tensor(x):

@@ -1,28 +1,28 @@
 """Stateful metrics with Keras 3's names, plus ``get``/``serialize``/``deserialize``."""
-from kgraph.saving.object_config import deserialize_object, serialize_object
-from kgraph.metrics.accuracy_metrics import Accuracy
-from kgraph.metrics.accuracy_metrics import BinaryAccuracy
-from kgraph.metrics.accuracy_metrics import CategoricalAccuracy
-from kgraph.metrics.accuracy_metrics import SparseCategoricalAccuracy
-from kgraph.metrics.accuracy_metrics import SparseTopKCategoricalAccuracy
-from kgraph.metrics.accuracy_metrics import TopKCategoricalAccuracy
-from kgraph.metrics.accuracy_metrics import accuracy
-from kgraph.metrics.accuracy_metrics import binary_accuracy
-from kgraph.metrics.accuracy_metrics import categorical_accuracy
-from kgraph.metrics.accuracy_metrics import sparse_categorical_accuracy
-from kgraph.metrics.accuracy_metrics import sparse_top_k_categorical_accuracy
-from kgraph.metrics.accuracy_metrics import top_k_categorical_accuracy
+from kgraph.metrics.accuracy_metrics import (
+    Accuracy,
+    BinaryAccuracy,
+    CategoricalAccuracy,
+    SparseCategoricalAccuracy,
+    SparseTopKCategoricalAccuracy,
+    TopKCategoricalAccuracy,
+    accuracy,
+    binary_accuracy,
+    categorical_accuracy,
+    sparse_categorical_accuracy,
+    sparse_top_k_categorical_accuracy,
+    top_k_categorical_accuracy,
+)
 from kgraph.metrics.auc import AUC
-from kgraph.metrics.confusion_metrics import Precision
-from kgraph.metrics.confusion_metrics import Recall
-from kgraph.metrics.metric import Mean
-from kgraph.metrics.metric import MeanMetricWrapper
-from kgraph.metrics.metric import Metric
-from kgraph.metrics.metric import Sum
-from kgraph.metrics.regression_metrics import MeanAbsoluteError
-from kgraph.metrics.regression_metrics import MeanSquaredError
-from kgraph.metrics.regression_metrics import mean_absolute_error
-from kgraph.metrics.regression_metrics import mean_squared_error
+from kgraph.metrics.confusion_metrics import Precision, Recall
+from kgraph.metrics.metric import Mean, MeanMetricWrapper, Metric, Sum
+from kgraph.metrics.regression_metrics import (
+    MeanAbsoluteError,
+    MeanSquaredError,
+    mean_absolute_error,
+    mean_squared_error,
+)
+from kgraph.saving.object_config import deserialize_object, serialize_object
 
 _CLASSES = {
     cls.__name__: cls

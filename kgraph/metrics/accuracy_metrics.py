@@ -1,9 +1,7 @@
 """Accuracy metrics: per-sample match functions and their running means."""
 import numpy as np
 
-from kgraph.metrics.metric import MeanMetricWrapper
-from kgraph.metrics.metric import squeeze_or_expand_to_same_rank
-from kgraph.metrics.metric import to_numpy
+from kgraph.metrics.metric import MeanMetricWrapper, squeeze_or_expand_to_same_rank, to_numpy
 
 
 def accuracy(y_true, y_pred):

@@ -2,14 +2,8 @@
 import numpy as np
 
 from kgraph import backend
-from kgraph.metrics.confusion_metrics import CURVES
-from kgraph.metrics.confusion_metrics import SUMMATION_METHODS
-from kgraph.metrics.confusion_metrics import is_evenly_distributed
-from kgraph.metrics.confusion_metrics import sigmoid
-from kgraph.metrics.confusion_metrics import confusion_counts
-from kgraph.metrics.metric import Metric
-from kgraph.metrics.metric import divide_no_nan
-from kgraph.metrics.metric import to_numpy
+from kgraph.metrics.confusion_metrics import CURVES, SUMMATION_METHODS, confusion_counts, is_evenly_distributed, sigmoid
+from kgraph.metrics.metric import Metric, divide_no_nan, to_numpy
 
 
 class AUC(Metric):

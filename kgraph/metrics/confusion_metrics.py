@@ -2,10 +2,7 @@
 import numpy as np
 
 from kgraph import backend
-from kgraph.metrics.metric import Metric
-from kgraph.metrics.metric import divide_no_nan
-from kgraph.metrics.metric import squeeze_or_expand_to_same_rank
-from kgraph.metrics.metric import to_numpy
+from kgraph.metrics.metric import Metric, divide_no_nan, squeeze_or_expand_to_same_rank, to_numpy
 
 # The score given to entries outside the top k, below any threshold.
 NEG_INF = -1e10

@@ -1,9 +1,7 @@
 """Regression metrics: running means of per-sample squared and absolute errors."""
 import numpy as np
 
-from kgraph.metrics.metric import MeanMetricWrapper
-from kgraph.metrics.metric import squeeze_or_expand_to_same_rank
-from kgraph.metrics.metric import to_numpy
+from kgraph.metrics.metric import MeanMetricWrapper, squeeze_or_expand_to_same_rank, to_numpy
 
 
 def _aligned(y_true, y_pred):

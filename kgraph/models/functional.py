@@ -6,13 +6,13 @@ import numpy as np
 
 from kgraph import tree
 from kgraph.graph import topology as graph
-from kgraph.layers import mask_propagation as masking
-from kgraph.models import planning
-from kgraph.layers.core.input_layer import Input, InputLayer
 from kgraph.graph.keras_tensor import KerasTensor
-from kgraph.layers.layer import Layer
-from kgraph.models.model import Model
 from kgraph.graph.node import Node
+from kgraph.layers import mask_propagation as masking
+from kgraph.layers.core.input_layer import Input, InputLayer
+from kgraph.layers.layer import Layer
+from kgraph.models import planning
+from kgraph.models.model import Model
 
 
 class Functional(Model):

@@ -1,7 +1,7 @@
 """Sequential: a linear stack of layers, built incrementally (one node per layer)."""
 from kgraph import tree
-from kgraph.layers.core.input_layer import Input, InputLayer
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
+from kgraph.layers.core.input_layer import Input, InputLayer
 from kgraph.layers.layer import Layer
 from kgraph.models.model import Model
 

@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from kgraph.optimizers import schedules
 from kgraph.backend.variable import Variable
+from kgraph.optimizers import schedules
 
 
 def _snake_case(name):

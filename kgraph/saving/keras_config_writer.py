@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kgraph.saving.keras_config_reader import shift_model_refs
 from kgraph.layers.layer import get_registered_layer
+from kgraph.saving.keras_config_reader import shift_model_refs
 from kgraph.saving.registration import get_registered_name
 from kgraph.saving.serialization import OPS_MODULE, serialize_layer
 

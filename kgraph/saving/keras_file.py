@@ -5,8 +5,7 @@ import datetime
 import os
 from typing import TYPE_CHECKING
 
-from kgraph.saving import keras_archive
-from kgraph.saving import keras_weights
+from kgraph.saving import keras_archive, keras_weights
 from kgraph.saving.keras_compile import compile_from_keras
 from kgraph.saving.keras_config_reader import layer_from_keras
 from kgraph.saving.keras_config_writer import model_to_keras
@@ -44,8 +43,8 @@ def load_keras_model(filepath: os.PathLike[str] | str, custom_objects: CustomObj
 
 def save_keras_model(model: Model, filepath: os.PathLike[str] | str, overwrite: bool = True) -> None:
     """Write ``model`` as a ``.keras`` archive that Keras 3 loads with ``keras.saving.load_model``."""
-    from kgraph.version import __version__
     from kgraph.saving import atomic_write
+    from kgraph.version import __version__
     filepath = os.fspath(filepath)
     if not overwrite and os.path.exists(filepath):
         raise FileExistsError(f"{filepath} already exists and overwrite=False.")

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kgraph.saving.keras_archive import WEIGHTS
-from kgraph.layers.layer import Layer
-from kgraph.layers.rnn.bidirectional import Bidirectional
 from kgraph.layers.attention.grouped_query_attention import GroupQueryAttention
 from kgraph.layers.attention.multi_head_attention import MultiHeadAttention
+from kgraph.layers.layer import Layer
+from kgraph.layers.rnn.bidirectional import Bidirectional
 from kgraph.layers.rnn.recurrent_base import RecurrentBase
 from kgraph.layers.rnn.rnn import RNN
 from kgraph.layers.rnn.rnn_cells import StackedRNNCells
+from kgraph.saving.keras_archive import WEIGHTS
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -124,8 +124,8 @@ def _attribute_children(layer, prefix):
 
 def _base_attributes(layer):
     """Attribute names every kgraph Layer (or Model) has: they hold no user sub-layers."""
-    from kgraph.models.model import Model
     from kgraph.graph.tracing import scratch
+    from kgraph.models.model import Model
     base = Model if isinstance(layer, Model) else Layer
     if base not in _BASE_ATTRIBUTES:
         with scratch():  # the bare instance's auto-name is given back

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kgraph.saving.registration import (get_registered_name, get_registered_object,  # noqa: F401 (keras.saving names)
-                                 register_keras_serializable)
+from kgraph.saving.registration import get_registered_name, get_registered_object, register_keras_serializable  # noqa: F401 (keras.saving names)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -111,8 +110,8 @@ def _check_overwrite(filepath, overwrite):
 
 def model_payload(model: Model) -> dict[str, Any]:
     """The plain-data dict that ``save_model`` pickles."""
-    from kgraph.version import __version__
     from kgraph.saving.serialization import serialize_layer
+    from kgraph.version import __version__
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "kgraph_version": __version__,
                "model": serialize_layer(model), "weights": [np.array(w) for w in model.get_weights()],
                "compile": None}

@@ -6,9 +6,9 @@ import itertools
 import warnings
 from typing import TYPE_CHECKING
 
+from kgraph.random import generator
 from kgraph.trainers import data_adapter as data
 from kgraph.trainers.py_dataset import OrderedEnqueuer, PyDataset
-from kgraph.random import generator
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

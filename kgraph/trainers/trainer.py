@@ -6,10 +6,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kgraph.trainers import data_adapter as data
 from kgraph import tree
-from kgraph.trainers.epoch_iterator import (ArrayAdapter, EpochIterator, GeneratorAdapter, PyDatasetAdapter, is_batch_source,
-                                   source_kind, unpack_batch)
+from kgraph.trainers import data_adapter as data
+from kgraph.trainers.epoch_iterator import (
+    ArrayAdapter,
+    EpochIterator,
+    GeneratorAdapter,
+    PyDatasetAdapter,
+    is_batch_source,
+    source_kind,
+    unpack_batch,
+)
 from kgraph.trainers.py_dataset import PyDataset
 
 if TYPE_CHECKING:

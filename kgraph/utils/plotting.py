@@ -86,8 +86,8 @@ def model_to_dot(model, show_shapes=False, show_dtype=False, show_layer_names=Tr
     if not model.built:
         raise ValueError("This model has not yet been built. Build the model first by calling `build()` or by "
                          "calling the model on a batch of data.")
-    from kgraph.models.functional import Functional
     from kgraph.layers.core.input_layer import InputLayer
+    from kgraph.models.functional import Functional
     from kgraph.models.sequential import Sequential
     pydot = _pydot("model_to_dot")
     options = dict(show_layer_names=show_layer_names, show_layer_activations=show_layer_activations,

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import kgraph
-from kgraph import layers
 from export import registry, to_onnx
 from export.registry import ExportError
+from kgraph import layers
 from tests.export import zoo
 from tests.export.parity import assert_parity
 from tests.export.test_registry import leaf_layers

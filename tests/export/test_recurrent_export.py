@@ -6,13 +6,13 @@ import pytest
 
 import kgraph
 from export import to_onnx
-from export.registry import ExportError, lookup, tolerance
+from export.converters.layers.rnn import recurrent as rec
+from export.converters.layers.rnn.simple_rnn import UNROLL_MAX_STEPS
+from export.registry import lookup, tolerance
 from export.verify import session
 from kgraph import layers as L
 from tests.export import zoo
 from tests.export.zoo import perturb
-from export.converters.layers.rnn import recurrent as rec
-from export.converters.layers.rnn.simple_rnn import UNROLL_MAX_STEPS
 from tests.export.zoo_recurrent import ATOL, RTOL
 
 RECURRENT_ZOO = ["lstm_classifier", "embedding_lstm_classifier", "stacked_gru", "stacked_gru_reset_before",

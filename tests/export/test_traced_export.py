@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import kgraph
-from kgraph import layers, ops
 from export import to_onnx
 from export.registry import ExportError
+from kgraph import layers, ops
 from tests import custom_layers as C
 from tests import op_models
 from tests.export import zoo

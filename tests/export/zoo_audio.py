@@ -1,7 +1,6 @@
 """Zoo models of the audio layers: STFTSpectrogram (strided convolutions) and MelSpectrogram (the stft op)."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

@@ -1,7 +1,6 @@
 """Zoo model of the random color layers: they train as augmentations and export as identities."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

@@ -1,7 +1,6 @@
 """Zoo model of the filtering augmentation layers: random in training, identities in the exported graph."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

@@ -1,7 +1,6 @@
 """Zoo model of the geometric and mixing augmentation layers: they train as augmentations, export as identities."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

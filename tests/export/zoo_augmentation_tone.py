@@ -2,7 +2,6 @@
 solarization and equalization act only in training and export as identities."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

@@ -1,7 +1,6 @@
 """Zoo models of the 3D layers, the 1D transposed/depthwise/separable convolutions and adaptive pooling."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

@@ -1,7 +1,6 @@
 """Zoo models built from the core layers: Dense, Activation, Dropout, Identity, merges, Flatten, Reshape."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 ACTIVATIONS = ["linear", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "gelu", "elu", "selu", "softplus",

@@ -1,7 +1,6 @@
 """Zoo models of GroupQueryAttention and SpectralNormalization (both exported by tracing their calls)."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

@@ -4,7 +4,6 @@ import numpy as np
 
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import perturb, register_zoo_model, train_briefly
 
 

@@ -3,7 +3,6 @@ import numpy as np
 
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

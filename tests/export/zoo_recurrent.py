@@ -4,7 +4,6 @@ Every input has a dynamic time axis (``Input(shape=(None, features))``).
 """
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 RTOL, ATOL = 1e-4, 1e-5

@@ -1,7 +1,6 @@
 """Zoo model of ReversibleEmbedding: token ids embedded, transformed, and projected back to vocabulary logits."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

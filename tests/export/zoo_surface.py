@@ -1,7 +1,6 @@
 """Zoo models of the activation, merge, einsum, normalization, noise and Lambda layers of Keras's wider surface."""
 import kgraph
 from kgraph import layers as L
-
 from tests.export.zoo import register_zoo_model, train_briefly
 
 

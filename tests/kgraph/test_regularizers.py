@@ -4,8 +4,7 @@ import pytest
 
 from kgraph import regularizers
 from kgraph.backend.variable import Variable
-from tests.gradcheck import check_gradients
-from tests.gradcheck import check_variable_gradients
+from tests.gradcheck import check_gradients, check_variable_gradients
 
 X = np.array([[0.5, -1.5], [2.0, -0.25]])
 

@@ -15,7 +15,15 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from serve.config import ModelConfig, RepositoryError
-from serve.runtime import CPU, CUDA, CUDA_DEFAULTS, RuntimeSetupError, parse_cuda_options, parse_device, select_providers
+from serve.runtime import (
+    CPU,
+    CUDA,
+    CUDA_DEFAULTS,
+    RuntimeSetupError,
+    parse_cuda_options,
+    parse_device,
+    select_providers,
+)
 from tests.serve import models
 from tests.serve.harness import ON_CUDA, ROOT
 

@@ -5,11 +5,11 @@ import numpy as np
 
 from kgraph import initializers, ops, regularizers
 from kgraph.graph.keras_tensor import KerasTensor
-from kgraph.layers.layer import Layer
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
-from kgraph.layers.regularization.dropout import Dropout
-from kgraph.layers.core.einsum_dense import EinsumDense
 from kgraph.layers.attention.multi_head_attention import causal_mask, large_negative
+from kgraph.layers.core.einsum_dense import EinsumDense
+from kgraph.layers.layer import Layer
+from kgraph.layers.regularization.dropout import Dropout
 
 
 class GroupQueryAttention(Layer):

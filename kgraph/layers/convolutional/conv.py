@@ -2,8 +2,8 @@
 import numpy as np
 
 from kgraph import activations, initializers, ops, regularizers
-from kgraph.layers.input_spec import InputSpec, assert_input_compatibility
 from kgraph.layers.arguments import check_data_format, check_padding, reject_unsupported, serialize_regularizer
+from kgraph.layers.input_spec import InputSpec, assert_input_compatibility
 from kgraph.layers.layer import Layer
 from kgraph.ops.kernels.windows import conv_output_length, conv_pads, normalize_tuple
 

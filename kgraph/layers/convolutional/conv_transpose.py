@@ -2,10 +2,10 @@
 import numpy as np
 
 from kgraph import activations, initializers, ops, regularizers
-from kgraph.layers.input_spec import InputSpec
-from kgraph.layers.layer import Layer
 from kgraph.layers.arguments import check_data_format, check_padding, reject_unsupported, serialize_regularizer
 from kgraph.layers.convolutional.conv import input_channels
+from kgraph.layers.input_spec import InputSpec
+from kgraph.layers.layer import Layer
 from kgraph.ops.kernels.windows import normalize_tuple, transpose_crop
 
 

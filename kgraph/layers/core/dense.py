@@ -1,5 +1,6 @@
 """Dense: ``activation(inputs @ kernel + bias)`` with Keras's arguments and weights."""
 import numpy as np
+
 from kgraph import activations, initializers, ops, regularizers
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer

@@ -4,9 +4,9 @@ import re
 import numpy as np
 
 from kgraph import activations, initializers, ops, regularizers
+from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 
 _FORMS = ((r"([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]+)", None),
           (r"\.\.\.([a-zA-Z]+),([a-zA-Z]+)->\.\.\.([a-zA-Z]+)", "left"),

@@ -4,8 +4,8 @@ import numpy as np
 
 from kgraph import backend, initializers, ops, regularizers
 from kgraph.graph.keras_tensor import KerasTensor
-from kgraph.layers.layer import Layer
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
+from kgraph.layers.layer import Layer
 
 
 def _positive_int(layer_name, name, value):

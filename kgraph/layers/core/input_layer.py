@@ -1,8 +1,8 @@
 """InputLayer and Input(): the entry points of a functional graph."""
 from kgraph import backend
 from kgraph.graph.keras_tensor import KerasTensor
-from kgraph.layers.layer import Layer
 from kgraph.graph.node import Node
+from kgraph.layers.layer import Layer
 
 
 class InputLayer(Layer):

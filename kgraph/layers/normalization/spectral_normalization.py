@@ -2,9 +2,9 @@
 import numpy as np
 
 from kgraph import initializers
+from kgraph.layers.core.wrapper import Wrapper
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.layers.core.wrapper import Wrapper
 
 _EPSILON = 1e-7  # Keras's backend.epsilon(), the floor of a norm that is divided by
 

@@ -2,9 +2,9 @@
 import numpy as np
 
 from kgraph import initializers, ops, regularizers
+from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 
 
 def _axis_argument(axis):

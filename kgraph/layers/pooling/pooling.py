@@ -1,9 +1,9 @@
 """Pooling layers: max and average pooling over windows, and global pooling, in 1D and 2D."""
 from kgraph import ops
-from kgraph.layers.input_spec import InputSpec
-from kgraph.layers.layer import Layer
 from kgraph.layers.arguments import check_data_format, check_padding
 from kgraph.layers.convolutional.conv import conv_output_shape
+from kgraph.layers.input_spec import InputSpec
+from kgraph.layers.layer import Layer
 from kgraph.ops.kernels.windows import normalize_tuple
 
 

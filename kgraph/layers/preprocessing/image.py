@@ -1,7 +1,7 @@
 """Image preprocessing layers: Resizing and CenterCrop, written with ops so they train and export as ops."""
 from kgraph import ops
-from kgraph.ops import image as image_ops
 from kgraph.layers.layer import Layer
+from kgraph.ops import image as image_ops
 
 INTERPOLATIONS = ("bilinear", "nearest")
 

@@ -2,8 +2,8 @@
 import numpy as np
 
 from kgraph import ops, tree
-from kgraph.layers import mask_propagation as masking
 from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.layers import mask_propagation as masking
 from kgraph.layers.layer import Layer
 from kgraph.layers.preprocessing.hashing import StringInputLayer, fingerprint64
 from kgraph.layers.preprocessing.numeric import encode_categorical, encoded_shape, validate_output_mode

@@ -1,5 +1,6 @@
 """Dropout: zeroes a random fraction of the inputs in training, scaling the rest."""
 import numpy as np
+
 from kgraph import ops
 from kgraph.layers.layer import Layer
 from kgraph.random import generator

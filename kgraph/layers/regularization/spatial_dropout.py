@@ -1,6 +1,6 @@
 """Spatial dropout: drops whole channels (feature maps) rather than single values."""
-from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.arguments import check_data_format
+from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.regularization.dropout import Dropout
 
 

@@ -1,6 +1,6 @@
 """SpatialDropout3D: drops whole channels of a volume."""
-from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.arguments import check_data_format
+from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.regularization.dropout import Dropout
 
 

@@ -2,9 +2,9 @@
 import numpy as np
 
 from kgraph import ops
+from kgraph.layers.arguments import check_data_format
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
-from kgraph.layers.arguments import check_data_format
 from kgraph.ops.kernels.windows import normalize_tuple
 
 

@@ -2,10 +2,10 @@
 import numpy as np
 
 from kgraph import ops
+from kgraph.layers.core.wrapper import Wrapper
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 from kgraph.layers.rnn.rnn_cells import StackedRNNCells, _flat_sizes
-from kgraph.layers.core.wrapper import Wrapper
 
 
 def _pack_states(state_size, flat):

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import kgraph
-from kgraph import callbacks
-from kgraph import layers
+from kgraph import callbacks, layers
 
 
 def small_model(optimizer="sgd"):

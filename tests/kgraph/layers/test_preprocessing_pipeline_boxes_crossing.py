@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import kgraph
-from kgraph import backend, layers
 from export import to_onnx
 from export.registry import ExportError
+from kgraph import backend, layers
 from tests.export.parity import assert_parity
 from tests.gradcheck import check_gradients
 

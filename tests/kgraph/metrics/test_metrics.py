@@ -4,8 +4,7 @@ import pickle
 import numpy as np
 import pytest
 
-from kgraph import losses
-from kgraph import metrics
+from kgraph import losses, metrics
 
 
 def test_mean_and_sum_with_weights_and_reset():

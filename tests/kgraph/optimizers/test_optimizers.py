@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kgraph import optimizers
-from kgraph.optimizers import schedules
 from kgraph.backend.variable import Variable
+from kgraph.optimizers import schedules
 
 RNG = np.random.default_rng(0)
 INIT = [RNG.normal(size=(3, 2)), RNG.normal(size=(2,))]

@@ -9,7 +9,13 @@ import numpy as np
 
 from kgraph import ops
 from kgraph.layers.preprocessing.augmentation.basic import _RandomLayer, factor_range
-from kgraph.layers.preprocessing.augmentation.geometric import box_mask, join_outputs, random_box, same_shape, split_inputs
+from kgraph.layers.preprocessing.augmentation.geometric import (
+    box_mask,
+    join_outputs,
+    random_box,
+    same_shape,
+    split_inputs,
+)
 from kgraph.layers.preprocessing.image import spatial_axes
 
 __all__ = ["CutMix", "MixUp"]
