@@ -3,19 +3,25 @@
 Every bad input (a missing, empty, corrupt or hostile file, a malformed payload, an unwritable target) is one
 ``error:`` line on stderr and a non-zero exit status, never a traceback.
 """
+from __future__ import annotations
+
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from export import opsets, quantize, triton, writer
 from export.registry import ExportError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 EXIT_EXPORT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_VERIFY_FAILED = 3
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     """The argument parser; ``--help`` documents every option."""
     p = argparse.ArgumentParser(
         prog="python -m export",
@@ -82,7 +88,7 @@ def _fail(message, status=EXIT_EXPORT_FAILED):
     return status
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     p = parser()
     args = p.parse_args(argv)

@@ -5,8 +5,11 @@ names the input of a single-input model), and the labels as ``y``: class ids
 ``(n,)`` or ``(n, 1)``, or one-hot rows ``(n, classes)``. The first output is
 the prediction: the arg-max of its last axis, or ``> 0.5`` for one column.
 """
+from __future__ import annotations
+
 import dataclasses
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +17,9 @@ from export.exporter import functional_of
 from export.isolation import run_isolated
 from export.registry import ExportError
 from export.verify import native_outputs
+
+if TYPE_CHECKING:
+    from kgraph.models.model import Model
 
 
 @dataclasses.dataclass
@@ -29,7 +35,7 @@ class Accuracy:
                 f"({self.onnx - self.native:+.4f})")
 
 
-def load_labelled(model, path):
+def load_labelled(model: Model, path: os.PathLike[str] | str) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """``(feeds by input name, labels)`` from the ``.npz`` file ``path``; a clear ExportError if it does not fit."""
     names = list(functional_of(model).input_names)
     try:
@@ -66,7 +72,7 @@ def _label_classes(labels):
     return labels.reshape(len(labels)).astype(np.int64)
 
 
-def accuracy(model, onnx_path, data_path):
+def accuracy(model: Model, onnx_path: os.PathLike[str] | str, data_path: os.PathLike[str] | str) -> Accuracy:
     """The Accuracy of ``model`` and of the ONNX file ``onnx_path`` (run in a child process) on ``data_path``."""
     feeds, labels = load_labelled(model, data_path)
     functional = functional_of(model)

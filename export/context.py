@@ -1,8 +1,23 @@
 """ConversionContext: what a converter sees of one layer call and of the graph being built."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from export.builder import NATIVE, onnx_dtype
 from export.registry import ExportError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    import numpy.typing as npt
+
+    from export.builder import GraphBuilder, Layout, Value
+    from kgraph.backend.variable import Variable
+    from kgraph.graph.keras_tensor import KerasTensor
+    from kgraph.graph.node import Node
 
 
 class ConversionContext:
@@ -11,7 +26,7 @@ class ConversionContext:
     # Input i is node.input_tensors[i]; shapes and dtypes are the Keras (logical, channels-last) ones,
     # whatever layout the ONNX data is in.
 
-    def __init__(self, builder, node, values, scope):
+    def __init__(self, builder: GraphBuilder, node: Node | None, values: dict[int, Value], scope: str) -> None:
         self.builder = builder
         self.node = node
         self.layer = node.outbound_layer if node is not None else None
@@ -20,44 +35,44 @@ class ConversionContext:
 
     # ----- facts about the call ---------------------------------------------------------
     @property
-    def opset(self):
+    def opset(self) -> int:
         """The target opset of the export."""
         return self.builder.opset
 
     @property
-    def num_inputs(self):
+    def num_inputs(self) -> int:
         return len(self.node.input_tensors)
 
     @property
-    def num_outputs(self):
+    def num_outputs(self) -> int:
         return len(self.node.output_tensors)
 
-    def input_shape(self, i=0):
+    def input_shape(self, i: int = 0) -> tuple[int | None, ...]:
         """Keras shape of input ``i`` (batch axis None)."""
         return tuple(self.node.input_tensors[i].shape)
 
-    def input_dtype(self, i=0):
+    def input_dtype(self, i: int = 0) -> str:
         return self.node.input_tensors[i].dtype
 
-    def input_rank(self, i=0):
+    def input_rank(self, i: int = 0) -> int:
         return len(self.node.input_tensors[i].shape)
 
-    def output_shape(self, i=0):
+    def output_shape(self, i: int = 0) -> tuple[int | None, ...]:
         """Keras shape of output ``i`` (batch axis None)."""
         return tuple(self.node.output_tensors[i].shape)
 
-    def output_rank(self, i=0):
+    def output_rank(self, i: int = 0) -> int:
         return len(self.node.output_tensors[i].shape)
 
-    def output_dtype(self, i=0):
+    def output_dtype(self, i: int = 0) -> str:
         return self.node.output_tensors[i].dtype
 
-    def layout(self, i=0):
+    def layout(self, i: int = 0) -> Layout:
         """The layout input ``i``'s data is in now (NATIVE, CHANNELS_FIRST or a FeatureOrder)."""
         return self._value(i).layout.normalize(self.input_rank(i))
 
     # ----- reading inputs -------------------------------------------------------------
-    def input(self, i=0, layout=NATIVE, dtype=None):
+    def input(self, i: int = 0, layout: Layout | None = NATIVE, dtype: npt.DTypeLike | None = None) -> str:
         """ONNX name of input ``i`` in ``layout`` (None: as it is), cast to ``dtype`` if given."""
         value = self._value(i)
         name = value.name if layout is None else self.builder.convert(self, value, self.input_rank(i), layout)
@@ -65,16 +80,16 @@ class ConversionContext:
             name = self.op("Cast", [name], to=onnx_dtype(dtype), name="Cast")
         return name
 
-    def inputs(self, layout=NATIVE, dtype=None):
+    def inputs(self, layout: Layout | None = NATIVE, dtype: npt.DTypeLike | None = None) -> list[str]:
         """ONNX names of every input, each in ``layout``."""
         return [self.input(i, layout, dtype) for i in range(self.num_inputs)]
 
     @property
-    def arguments(self):
+    def arguments(self) -> dict[str, Any]:
         """For an op node: every parameter of the op by name, defaults filled in (KerasTensors in place)."""
         return self.layer.arguments(self.node)
 
-    def tensor(self, value, dtype=None):
+    def tensor(self, value: KerasTensor | Variable | npt.ArrayLike, dtype: npt.DTypeLike | None = None) -> str:
         """ONNX name (native layout) of an op argument: a KerasTensor input, a weight Variable or a constant.
 
         Constants (Python numbers, NumPy arrays) become initializers of ``dtype`` (default: the node's
@@ -103,7 +118,8 @@ class ConversionContext:
                               "produced; expected the graph to be walked deepest depth first.") from None
 
     # ----- emitting -------------------------------------------------------------------------
-    def op(self, op_type, inputs, *, outputs=1, name=None, domain=None, **attrs):
+    def op(self, op_type: str, inputs: Iterable[str], *, outputs: int = 1, name: str | None = None,
+           domain: str | None = None, **attrs: Any) -> str | list[str]:
         """Append node ``<layer path>/<name or op_type>``; return its output name (a list if ``outputs`` > 1)."""
         node_name = self.unique_name(name or op_type)
         if outputs == 1:
@@ -113,19 +129,20 @@ class ConversionContext:
         self.builder.add_node(op_type, inputs, out, node_name, domain=domain, **attrs)
         return out[0] if outputs == 1 else out
 
-    def weight(self, variable, transform=None, variant=None):
+    def weight(self, variable: Variable, transform: Callable[[np.ndarray], npt.ArrayLike] | None = None,
+               variant: str | None = None) -> str:
         """Initializer name (``variable.path``, plus ``_<variant>``) for a weight, optionally transformed."""
         return self.builder.weight(variable, self.scope, transform=transform, variant=variant)
 
-    def const(self, value, dtype=None, name="const"):
+    def const(self, value: npt.ArrayLike, dtype: npt.DTypeLike | None = None, name: str = "const") -> str:
         """Initializer name for a constant array (equal constants are shared)."""
         return self.builder.const(value, self.scope, name=name, dtype=dtype)
 
-    def unique_name(self, base):
+    def unique_name(self, base: str) -> str:
         """A fresh name ``<layer path>/<base>`` (suffixed ``_1``, ``_2``... if taken)."""
         return self.builder.unique_name(f"{self.scope}/{base}" if self.scope else base)
 
-    def error(self, message):
+    def error(self, message: str) -> ExportError:
         """An ExportError naming this layer (or operation) and its class, for converters to raise."""
         what = "operation" if getattr(self.layer, "op_name", None) else "layer"
         return ExportError(f"Cannot export {what} '{self.layer.name}' ({type(self.layer).__name__}): {message}")

@@ -1,30 +1,40 @@
 """to_onnx: walk a kgraph model's nodes deepest depth first and emit each layer call through its converter."""
+from __future__ import annotations
+
 import os
 import tempfile
 import traceback
+from typing import TYPE_CHECKING
 
 import onnx
 from onnx import helper
 
 import kgraph
-from kgraph.graph import topology as graph
-from kgraph.graph import tracing
-from kgraph.ops.operations import OpOperation
-
-from export import converters  # noqa: F401  (registers every converter)
-from export import scan
-from export import writer
+from export import (
+    converters,  # noqa: F401  (registers every converter)
+    scan,
+    writer,
+)
 from export.builder import NATIVE, GraphBuilder, Value
 from export.context import ConversionContext
 from export.masks import MaskTracker
 from export.opsets import ir_version_for, max_ir_version, resolve_opset
-from export.symbols import share_input_symbols
 from export.registry import ExportError, has_converter, lookup, lookup_op
+from export.symbols import share_input_symbols
+from kgraph.graph import topology as graph
+from kgraph.graph import tracing
+from kgraph.ops.operations import OpOperation
+
+if TYPE_CHECKING:
+    from kgraph.graph.node import Node
+    from kgraph.graph.operation import Operation
+    from kgraph.models.functional import Functional
+    from kgraph.models.model import Model
 
 BATCH = "batch"
 
 
-def functional_of(model):
+def functional_of(model: Model) -> Functional:
     """The Functional graph of a model: its own, or for a subclassed Model its ``call`` traced once."""
     if isinstance(model, kgraph.Sequential):
         return model.functional
@@ -79,13 +89,13 @@ def _map_shapes(fn, structure, is_shape):
 class _Walk:
     """Converts the nodes of one model (and, inlined, of the models nested in it) into one builder."""
 
-    def __init__(self, builder):
+    def __init__(self, builder: GraphBuilder) -> None:
         self.builder = builder
         self.layers = []
         self._seen = set()
         self.masks = MaskTracker()
 
-    def model(self, functional, values, prefix):
+    def model(self, functional: Functional, values: dict[int, Value], prefix: str) -> None:
         """Convert ``functional``'s nodes given ``values`` (id of KerasTensor -> Value) for its inputs."""
         for depth in sorted(functional.nodes_by_depth, reverse=True):
             for node in functional.nodes_by_depth[depth]:
@@ -118,7 +128,7 @@ class _Walk:
                 self.masks.uncompact(ctx, node, values, self.builder)
         self.masks.record(ctx, node, values)
 
-    def node(self, node, values, prefix, hints=None):
+    def node(self, node: Node, values: dict[int, Value], prefix: str, hints: dict[str, str] | None = None) -> None:
         """Convert one node: an op, a nested model, a layer with a converter, or a layer traced into ops."""
         layer = node.outbound_layer
         scope = prefix + layer.name
@@ -256,7 +266,8 @@ def _trace_failure(layer, err):
             f"tensor values), or register a converter with `@export.converter({cls}, opset=13)`.")
 
 
-def build(model, opset=None, source=None):
+def build(model: Model, opset: int | None = None,
+          source: os.PathLike[str] | str | None = None) -> tuple[onnx.ModelProto, list[Operation]]:
     """The ONNX ModelProto of ``model`` and the list of layers converted (not written, not checked)."""
     opset = resolve_opset(opset)
     ir_version = ir_version_for(opset)
@@ -288,7 +299,7 @@ def build(model, opset=None, source=None):
     return proto, walk.layers
 
 
-def check(model_or_path):
+def check(model_or_path: onnx.ModelProto | os.PathLike[str] | str) -> None:
     """Run the full ONNX checker and strict, type-checked shape inference (on a proto or a file)."""
     onnx.checker.check_model(model_or_path, full_check=True)
     if isinstance(model_or_path, onnx.ModelProto):
@@ -299,7 +310,8 @@ def check(model_or_path):
                                                    check_type=True, strict_mode=True)
 
 
-def to_onnx(model, path=None, opset=None, *, source=None):
+def to_onnx(model: Model, path: os.PathLike[str] | str | None = None, opset: int | None = None, *,
+            source: os.PathLike[str] | str | None = None) -> onnx.ModelProto:
     """Export a Functional or Sequential ``model`` to an ONNX ModelProto, written atomically to ``path`` if given."""
     # Checked (full checker, strict shape inference) before anything is written. `source`: the model file it
     # came from, recorded without directories in the metadata.

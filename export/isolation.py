@@ -9,6 +9,8 @@ A child runs this file as a script on a JSON job written by the parent; it
 prints ``level I LEVEL`` (before running feed I at LEVEL), ``done I``,
 ``error I MESSAGE`` and, when locating, ``node {...}`` lines as it goes.
 """
+from __future__ import annotations
+
 import dataclasses
 import json
 import os
@@ -16,8 +18,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import numpy.typing as npt
 
 CHILD_TIMEOUT_S = 600
 TIMEOUT = "onnxruntime ran for over"
@@ -34,7 +42,8 @@ class Outcome:
     abort: str = ""
 
 
-def run_isolated(runs, levels):
+def run_isolated(runs: Sequence[tuple[os.PathLike[str] | str, Mapping[str, npt.ArrayLike], Sequence[str]]],
+                 levels: Sequence[str]) -> list[Outcome]:
     """Run each ``(ONNX file, feed dict, output names)`` of ``runs`` at each level; one Outcome per run."""
     # Runs of one file share its sessions in a child; a child lives until every run is done or it dies.
     outcomes = [Outcome() for _ in runs]

@@ -4,20 +4,29 @@ The file is read only through kgraph's restricted unpickler (plain data and
 numeric arrays); its top-level fields are checked before kgraph rebuilds
 the model, so a malformed payload is named, not a traceback.
 """
+from __future__ import annotations
+
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kgraph import saving
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from kgraph.models.model import Model
 
 
 class LoadError(ValueError):
     """A model file or a module named on the command line cannot be loaded."""
 
 
-def import_modules(names):
+def import_modules(names: Iterable[str]) -> None:
     """Import each module named with ``--import`` (the current directory importable, as with ``python -m``)."""
     if os.getcwd() not in [os.path.abspath(p or os.curdir) for p in sys.path]:
         sys.path.insert(0, os.getcwd())
@@ -32,7 +41,7 @@ def import_modules(names):
                             "Python path) that defines the model's custom layers.") from None
 
 
-def read_payload(path):
+def read_payload(path: os.PathLike[str] | str) -> dict[str, Any]:
     """The unpickled payload of the model file ``path``, its top-level fields checked."""
     if os.path.isdir(path):
         raise LoadError(f"Cannot load '{path}': it is a directory. Expected a model file written by model.save().")
@@ -75,7 +84,7 @@ def _check_fields(path, payload):
         raise LoadError(f"Cannot load '{path}': 'weights' must be a list of arrays; received {_kind(weights)}.")
 
 
-def load(path):
+def load(path: os.PathLike[str] | str) -> Model:
     """The kgraph model saved at ``path`` (a kgraph .pkl or a Keras 3 .keras archive), or a LoadError saying why not."""
     if os.path.isdir(path) or not str(path).endswith(".keras"):
         read_payload(path)  # a .keras archive is checked by kgraph's own reader

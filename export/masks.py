@@ -11,13 +11,23 @@ averages over the unmasked steps; attention layers take the masks as theirs. Any
 reader, or a mask made any other way, is an ``ExportError``: the exported
 graph never silently ignores a mask.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 import kgraph
-from kgraph import layers
-
 from export.builder import NATIVE, Value
 from export.registry import ExportError
+from kgraph import layers
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    from export.builder import GraphBuilder
+    from export.context import ConversionContext
+    from kgraph.graph.node import Node
 
 _RECURRENT = (layers.LSTM, layers.GRU)
 
@@ -38,7 +48,7 @@ def _made_by(node):
         tensor = same[0]
 
 
-def refuse(node, why):
+def refuse(node: Node, why: str) -> NoReturn:
     layer, source = node.outbound_layer, _made_by(node)
     raise ExportError(f"Cannot export layer '{layer.name}' ({type(layer).__name__}): it reads a mask made by layer "
                       f"'{source.name}' ({type(source).__name__}), and {why}. Expected a model without masks for "
@@ -49,17 +59,17 @@ def refuse(node, why):
 class MaskTracker:
     """ONNX names of the masks of the tensors converted so far (id of KerasTensor -> bool tensor name)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.names = {}
         self._pending = {}
         self._carries = False
 
-    def reads(self, node):
+    def reads(self, node: Node) -> str | None:
         """The ONNX mask of ``node``'s first input (None if unmasked)."""
         first = node.input_tensors[0] if node.input_tensors else None
         return None if first is None else self.names.get(id(first))
 
-    def prepare(self, ctx, node):
+    def prepare(self, ctx: ConversionContext, node: Node) -> bool:
         """Before converting ``node``: give a recurrent converter its ``sequence_lens``; refuse other readers.
 
         Returns True when this module converts the node itself (masked pooling)."""
@@ -115,7 +125,7 @@ class MaskTracker:
         index = ctx.op("Expand", [index, ctx.op("Shape", [x])])
         return ctx.op("GatherElements", [x, index], axis=1)
 
-    def uncompact(self, ctx, node, values, builder):
+    def uncompact(self, ctx: ConversionContext, node: Node, values: dict[int, Value], builder: GraphBuilder) -> None:
         """Put a recurrent node's sequence outputs back at their steps: zeros at masked steps (Keras's
         ``zero_output_for_mask``, as in Bidirectional), or the last unmasked step's output (Keras's default)."""
         mask = self.reads(node)
@@ -139,7 +149,7 @@ class MaskTracker:
                 placed = ctx.op("Where", [gate, placed, zero])
             values[id(tensor)] = Value(placed, NATIVE)
 
-    def for_trace(self, node):
+    def for_trace(self, node: Node) -> Any:
         """The ``mask`` argument for tracing a layer without a converter whose ``call`` takes one: the input
         masks as KerasTensors (their ONNX names come from ``trace_values``), or None."""
         layer = node.outbound_layer
@@ -156,7 +166,7 @@ class MaskTracker:
         self._pending = {id(m): self.names[id(t)] for t, m in flat}
         return masks
 
-    def trace_values(self, masks):
+    def trace_values(self, masks: Any) -> dict[int, Value]:
         """``{id(mask KerasTensor): Value}`` for the masks ``for_trace`` gave (empty when none)."""
         if masks is None:
             return {}
@@ -178,7 +188,7 @@ class MaskTracker:
                 combined = part if combined is None else ctx.op("And", [combined, part])
         return combined
 
-    def masked_average(self, ctx, node):
+    def masked_average(self, ctx: ConversionContext, node: Node) -> str:
         """GlobalAveragePooling1D over the unmasked steps: sum(x * m) / sum(m)."""
         x = ctx.input(0, NATIVE)
         dtype = ctx.output_dtype(0)
@@ -188,7 +198,7 @@ class MaskTracker:
         total = ctx.op("ReduceSum", [ctx.op("Mul", [x, weights]), axis], keepdims=0)
         return ctx.op("Div", [total, ctx.op("ReduceSum", [weights, axis], keepdims=0)])
 
-    def record(self, ctx, node, values):
+    def record(self, ctx: ConversionContext, node: Node, values: dict[int, Value]) -> None:
         """After converting ``node``: the ONNX masks of its outputs (made, passed on, or refused)."""
         layer = node.outbound_layer
         for tensor in node.output_tensors:

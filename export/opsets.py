@@ -1,4 +1,6 @@
 """Opset and IR-version range: what the installed onnx and onnxruntime support."""
+from __future__ import annotations
+
 import functools
 
 import onnx
@@ -26,7 +28,7 @@ def _runtime_accepts(opset, ir_version):
 
 
 @functools.lru_cache(maxsize=None)
-def max_ir_version():
+def max_ir_version() -> int:
     """The newest IR version both onnx and the installed onnxruntime accept."""
     ir = onnx.IR_VERSION
     while ir > 7 and not _runtime_accepts(MIN_OPSET, ir):
@@ -34,13 +36,13 @@ def max_ir_version():
     return ir
 
 
-def ir_version_for(opset):
+def ir_version_for(opset: int) -> int:
     """The IR version an ai.onnx ``opset`` implies (the first onnx release that has it)."""
     return helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
 
 
 @functools.lru_cache(maxsize=None)
-def max_opset():
+def max_opset() -> int:
     """The newest ai.onnx opset that onnx knows and the installed onnxruntime runs."""
     opset = onnx.defs.onnx_opset_version()
     ceiling = max_ir_version()
@@ -50,7 +52,7 @@ def max_opset():
     return opset
 
 
-def resolve_opset(opset=None):
+def resolve_opset(opset: int | None = None) -> int:
     """The target opset: ``opset`` checked against the supported range, or the default."""
     if opset is None:
         return min(DEFAULT_OPSET, max_opset())

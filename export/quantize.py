@@ -7,6 +7,8 @@ itself plus ``atol`` times the largest magnitude of its output (the output's
 scale), which ``benchmarks/export_quality.py`` checks on the zoo's MLP, CNN and
 LSTM models (measured: int8 within 0.015 of scale, float16 within 0.0008).
 """
+from __future__ import annotations
+
 import logging
 import os
 import tempfile
@@ -27,7 +29,7 @@ FP16_BLOCKED_OPS = ["Transpose"]
 INT8_OPS = ["MatMul", "Gemm", "LSTM", "GRU", "Attention", "Gather"]
 
 
-def quantize_dynamic(model):
+def quantize_dynamic(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` (a ModelProto) with int8 weights; activations are quantized to uint8 at run time."""
     from onnxruntime.quantization import QuantType
     from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
@@ -47,7 +49,7 @@ def quantize_dynamic(model):
     return quantized
 
 
-def to_float16(model):
+def to_float16(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with float16 weights and activations, float32 inputs and outputs kept."""
     try:
         from onnxconverter_common import float16
@@ -93,7 +95,7 @@ def _outputs_behind_identity(model):
     return model_copy
 
 
-def convert(model, mode):
+def convert(model: onnx.ModelProto, mode: str) -> onnx.ModelProto:
     """``model`` converted by ``mode`` ('int8' or 'fp16')."""
     if mode == "int8":
         return quantize_dynamic(model)

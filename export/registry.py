@@ -1,6 +1,27 @@
 """Converter registry: layer class -> converter functions, one per minimum opset."""
+from __future__ import annotations
+
 import bisect
 import dataclasses
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import TypeAlias, TypeVar
+
+    from export.builder import Value
+    from export.context import ConversionContext
+    from kgraph.graph.operation import Operation
+    from kgraph.layers.layer import Layer
+    from kgraph.ops.operations import OpOperation
+
+    # What a converter returns (see export.converters): the ONNX name (data in the native layout) or the Value of
+    # each output of the call, in node.output_tensors order; a list or tuple when the call has several outputs.
+    ConverterResult: TypeAlias = str | Value | list[str | Value] | tuple[str | Value, ...]
+    # A converter: ``fn(ctx)`` for one call of a layer or an op.
+    ConverterFn: TypeAlias = Callable[[ConversionContext], ConverterResult]
+    _ConverterT = TypeVar("_ConverterT", bound=ConverterFn)
+    _ClassT = TypeVar("_ClassT", bound=type)
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-5
@@ -21,7 +42,7 @@ class Converter:
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
 
-    def __call__(self, ctx):
+    def __call__(self, ctx: ConversionContext) -> ConverterResult:
         return self.fn(ctx)
 
 
@@ -33,7 +54,8 @@ class ConverterNotFoundError(ExportError, LookupError):
     """No converter is registered for a layer's class (or none at or below the target opset)."""
 
 
-def converter(layer_class, opset=13, *, rtol=None, atol=None):
+def converter(layer_class: type, opset: int = 13, *, rtol: float | None = None,
+              atol: float | None = None) -> Callable[[_ConverterT], _ConverterT]:
     """Decorator registering ``fn(ctx)`` as the converter of exactly ``layer_class`` from ``opset`` on."""
     # The variant with the highest opset not above the target wins. rtol/atol: the parity tolerance
     # models using this layer need (the loosest in a model wins).
@@ -42,7 +64,7 @@ def converter(layer_class, opset=13, *, rtol=None, atol=None):
     if not isinstance(opset, int) or opset < 1:
         raise ValueError(f"converter() expects a positive integer opset. Received: opset={opset!r}")
 
-    def register(fn):
+    def register(fn: _ConverterT) -> _ConverterT:
         variants = _CONVERTERS.setdefault(layer_class, [])
         if any(v.opset == opset for v in variants):
             raise ValueError(f"A converter for {_qualname(layer_class)} at opset {opset} is already registered "
@@ -56,13 +78,14 @@ def converter(layer_class, opset=13, *, rtol=None, atol=None):
     return register
 
 
-def op_converter(op_name, opset=13, *, rtol=None, atol=None):
+def op_converter(op_name: str, opset: int = 13, *, rtol: float | None = None,
+                 atol: float | None = None) -> Callable[[_ConverterT], _ConverterT]:
     """Decorator registering ``fn(ctx)`` as the converter of the ``kgraph.ops`` op ``op_name`` from ``opset`` on."""
     # Same rules as `converter`: the variant with the highest opset not above the target wins.
     if not isinstance(op_name, str):
         raise TypeError(f"op_converter() expects an op name such as 'add'. Received: {op_name!r}")
 
-    def register(fn):
+    def register(fn: _ConverterT) -> _ConverterT:
         variants = _OP_CONVERTERS.setdefault(op_name, [])
         if any(v.opset == opset for v in variants):
             raise ValueError(f"A converter for op '{op_name}' at opset {opset} is already registered.")
@@ -74,7 +97,7 @@ def op_converter(op_name, opset=13, *, rtol=None, atol=None):
     return register
 
 
-def unexportable(op_name, reason):
+def unexportable(op_name: str, reason: str) -> None:
     """Declare that the ``kgraph.ops`` op ``op_name`` has no ONNX form, and why (the error a model using it gets)."""
     if not isinstance(op_name, str):
         raise TypeError(f"unexportable() expects an op name such as 'cond'. Received: {op_name!r}")
@@ -83,17 +106,17 @@ def unexportable(op_name, reason):
     _UNEXPORTABLE[op_name] = reason
 
 
-def unexportable_ops():
+def unexportable_ops() -> dict[str, str]:
     """Every op declared unexportable, with its reason."""
     return dict(_UNEXPORTABLE)
 
 
-def has_op_converter(op_name):
+def has_op_converter(op_name: str) -> bool:
     """Whether some converter (at any opset) is registered for the op ``op_name``."""
     return op_name in _OP_CONVERTERS
 
 
-def lookup_op(operation, opset):
+def lookup_op(operation: OpOperation, opset: int) -> Converter:
     """The converter for an op node's ``operation`` at ``opset``; raises ConverterNotFoundError naming the op."""
     variants = _OP_CONVERTERS.get(operation.op_name)
     if not variants:
@@ -111,12 +134,12 @@ def lookup_op(operation, opset):
     return usable[-1]
 
 
-def registered_ops():
+def registered_ops() -> list[str]:
     """Every op name with at least one registered converter."""
     return list(_OP_CONVERTERS)
 
 
-def inherit_converter(layer_class):
+def inherit_converter(layer_class: _ClassT) -> _ClassT:
     """Class decorator: let ``layer_class`` use the converter of its nearest registered base class."""
     # Opt-in only: a subclass may override call(), so reusing its parent's converter silently could be wrong.
     if not isinstance(layer_class, type):
@@ -137,12 +160,12 @@ def _resolve_class(layer_class):
     return None
 
 
-def has_converter(layer_class):
+def has_converter(layer_class: type) -> bool:
     """Whether some converter (at any opset) applies to ``layer_class``."""
     return _resolve_class(layer_class) is not None
 
 
-def lookup(layer, opset):
+def lookup(layer: Layer, opset: int) -> Converter:
     """The converter for ``layer`` at target ``opset``; raises ConverterNotFoundError naming the layer."""
     cls = type(layer)
     registered = _resolve_class(cls)
@@ -163,17 +186,17 @@ def lookup(layer, opset):
     return variants[-1]
 
 
-def registered_classes():
+def registered_classes() -> list[type]:
     """Every layer class with at least one registered converter."""
     return list(_CONVERTERS)
 
 
-def variants(layer_class):
+def variants(layer_class: type) -> list[Converter]:
     """The registered converters of ``layer_class``, lowest opset first."""
     return list(_CONVERTERS.get(layer_class, []))
 
 
-def tolerance(layers, opset):
+def tolerance(layers: Iterable[Operation], opset: int) -> tuple[float, float]:
     """``(rtol, atol)`` for a model made of ``layers``: the loosest its converters or classes declare."""
     rtol, atol = DEFAULT_RTOL, DEFAULT_ATOL
     for layer in layers:

@@ -5,17 +5,26 @@ The cell is traced once on a step input and its states; the body graph maps
 the time-major sequence (reversed with ``go_backwards``), so any number of
 timesteps runs. Outputs come in processing order, as Keras returns them.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from onnx import helper
 
 import kgraph
+from export.builder import NATIVE, GraphBuilder, Value, onnx_dtype
+from export.context import ConversionContext
 from kgraph.graph import topology as graph
 from kgraph.graph import tracing
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.rnn.rnn import _flatten, _pack_states
 
-from export.builder import NATIVE, GraphBuilder, Value, onnx_dtype
-from export.context import ConversionContext
+if TYPE_CHECKING:
+    from export.exporter import _Walk
+    from kgraph.graph.node import Node
+    from kgraph.layers.layer import Layer
+    from kgraph.layers.rnn.rnn import RNN
 
 
 def _int64(values):
@@ -30,7 +39,8 @@ def _zeros(ctx, x, size, dtype):
     return ctx.op("ConstantOfShape", [shape], value=helper.make_tensor("zero", onnx_dtype(dtype), [1], [0]))
 
 
-def convert_rnn(walk_class, builder, layer, node, values, scope):
+def convert_rnn(walk_class: type[_Walk], builder: GraphBuilder, layer: RNN, node: Node, values: dict[int, Value],
+                scope: str) -> list[Value]:
     """Emit the Scan for ``layer`` (a kgraph RNN) called at ``node``; return its outputs' Values."""
     ctx = ConversionContext(builder, node, values, scope)
     dtype = ctx.input_dtype(0)
@@ -85,7 +95,7 @@ def convert_rnn(walk_class, builder, layer, node, values, scope):
     return [Value(name, NATIVE) for name in outputs]
 
 
-def applies(layer, node):
+def applies(layer: Layer, node: Node) -> bool:
     """Whether ``layer`` at ``node`` is an RNN whose cell should run in a Scan (no mask argument given)."""
     return type(layer) is kgraph.layers.RNN and not layer.stateful and node.call_kwargs.get("mask") is None \
         and len(node.call_args) == 1 and all(len(t.shape) >= 2 for t in node.input_tensors[:1])

@@ -5,6 +5,8 @@ then reads as one symbol in the model's signature, so a consumer sees the
 lengths are equal; an axis inference cannot relate to an input keeps its
 own name (``<output>_dim<i>``).
 """
+from __future__ import annotations
+
 import onnx
 
 
@@ -12,7 +14,7 @@ def _dims(value_info):
     return value_info.type.tensor_type.shape.dim
 
 
-def share_input_symbols(model):
+def share_input_symbols(model: onnx.ModelProto) -> onnx.ModelProto:
     """Rename, in place, each symbolic output dim of ``model`` that inference ties to an input's symbolic dim."""
     input_symbols = {d.dim_param for value in model.graph.input for d in _dims(value) if d.dim_param}
     probe = onnx.ModelProto()

@@ -1,11 +1,19 @@
 """Triton model repository layout: DIR/NAME/config.pbtxt and DIR/NAME/1/model.onnx."""
+from __future__ import annotations
+
 import json
 import os
+from typing import TYPE_CHECKING
 
 from onnx import TensorProto
 
 from export import writer
 from export.registry import ExportError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import onnx
 
 DEFAULT_MAX_BATCH_SIZE = 64
 
@@ -32,7 +40,7 @@ def _tensor_block(info):
             "  }")
 
 
-def config_text(model, name, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+def config_text(model: onnx.ModelProto, name: str, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> str:
     """The config.pbtxt text for ONNX ``model`` served as ``name``."""
     if not isinstance(max_batch_size, int) or max_batch_size < 1:
         raise ExportError(f"max_batch_size must be a positive integer. Received: {max_batch_size!r}")
@@ -46,7 +54,9 @@ def config_text(model, name, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
             "dynamic_batching { }\n")
 
 
-def write_repository(model, directory, name, max_batch_size=DEFAULT_MAX_BATCH_SIZE, check=None):
+def write_repository(model: onnx.ModelProto, directory: os.PathLike[str] | str, name: str,
+                     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                     check: Callable[[str], object] | None = None) -> str:
     """Write ``directory/name/config.pbtxt`` and ``directory/name/1/model.onnx``; return the model path."""
     if not name or os.sep in name or name in (".", ".."):
         raise ExportError(f"The Triton model name must be a plain directory name. Received: {name!r}")

@@ -1,7 +1,10 @@
 """verify: run the native model and onnxruntime on the same seeded random inputs and compare every output."""
+from __future__ import annotations
+
 import dataclasses
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -12,6 +15,19 @@ from export.exporter import functional_of
 from export.isolation import run_isolated
 from export.quantize import TOLERANCES
 from kgraph import tree
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import TypeAlias
+
+    import numpy.typing as npt
+    import onnxruntime
+
+    from kgraph.graph.operation import Operation
+    from kgraph.models.model import Model
+
+    # sampler(input name, shape, dtype name, rng) -> the input's array.
+    Sampler: TypeAlias = Callable[[str, tuple[int, ...], str, np.random.Generator], npt.ArrayLike]
 
 LEVELS = ("ORT_ENABLE_ALL", "ORT_DISABLE_ALL")
 BATCHES = (0, 1, 3)
@@ -52,15 +68,15 @@ class Report:
     findings: list = dataclasses.field(default_factory=list)
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return all(c.ok for c in self.comparisons)
 
     @property
-    def failures(self):
+    def failures(self) -> list[Comparison]:
         return [c for c in self.comparisons if not c.ok]
 
 
-def leaf_layers(model):
+def leaf_layers(model: Model) -> list[Operation]:
     """Every non-model layer in ``model``'s graph, nested models expanded, each once."""
     out, seen, stack = [], set(), [model]
     while stack:
@@ -94,7 +110,7 @@ def _masks_padding(tensor):
     return any(getattr(node.outbound_layer, "mask_zero", False) for node in tensor._keras_history.layer.outbound_nodes)
 
 
-def default_sampler(model):
+def default_sampler(model: Model) -> Sampler:
     """Sampler for ``model``'s inputs: standard normal floats, integers in a range its consumers accept.
 
     Token ids read by ``Embedding(mask_zero=True)`` come as sequences padded at the end (ids from 1, then
@@ -120,12 +136,13 @@ def default_sampler(model):
     return sample
 
 
-def has_dynamic_axis(model):
+def has_dynamic_axis(model: Model) -> bool:
     """Whether an input of ``model`` has a dynamic axis besides the batch (a variable sequence length)."""
     return any(d is None for t in functional_of(model).inputs for d in t.shape[1:])
 
 
-def make_inputs(model, batch, sampler=None, seed=0, steps=DYNAMIC_DIM):
+def make_inputs(model: Model, batch: int, sampler: Sampler | None = None, seed: int = 0,
+                steps: int = DYNAMIC_DIM) -> dict[str, np.ndarray]:
     """``{input name: array}`` at ``batch`` from ``sampler(name, shape, dtype, rng)`` (default: default_sampler).
 
     Dynamic axes other than the batch get ``steps`` elements.
@@ -140,7 +157,7 @@ def make_inputs(model, batch, sampler=None, seed=0, steps=DYNAMIC_DIM):
     return out
 
 
-def native_outputs(model, feeds):
+def native_outputs(model: Model, feeds: Mapping[str, npt.ArrayLike]) -> list[np.ndarray]:
     """The native model's outputs for ``feeds`` (by input name), flat, in output order."""
     functional = functional_of(model)
     arrays = [feeds[name] for name in functional.input_names]
@@ -151,7 +168,7 @@ def native_outputs(model, feeds):
     return [np.asarray(y) for y in tree.flatten(model.predict(x, verbose=0))]
 
 
-def session(onnx_model, level):
+def session(onnx_model: onnx.ModelProto | os.PathLike[str] | str, level: str) -> onnxruntime.InferenceSession:
     """An onnxruntime CPU session for a ModelProto or a path, at optimization ``level`` (a LEVELS name)."""
     import onnxruntime
     options = onnxruntime.SessionOptions()
@@ -161,7 +178,8 @@ def session(onnx_model, level):
     return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def compare(expected, actual, rtol, atol, scaled=False):
+def compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float,
+            scaled: bool = False) -> tuple[float, float, bool, str]:
     """``(max_abs, max_rel, ok, detail)`` for one output: ``|a - e| <= atol + rtol * |e|`` everywhere.
 
     ``scaled``: ``atol`` is a fraction of the output's largest finite magnitude (for int8 and float16 weights).
@@ -186,8 +204,10 @@ def compare(expected, actual, rtol, atol, scaled=False):
     return float(diff.max(initial=0.0)), float(rel.max(initial=0.0)), ok, ""
 
 
-def verify(model, onnx_model, batches=BATCHES, sampler=None, rtol=None, atol=None, seed=0, print_fn=print,
-           levels=LEVELS, lengths=None, weights=None):
+def verify(model: Model, onnx_model: onnx.ModelProto | os.PathLike[str] | str, batches: Sequence[int] = BATCHES,
+           sampler: Sampler | None = None, rtol: float | None = None, atol: float | None = None, seed: int = 0,
+           print_fn: Callable[[str], object] | None = print, levels: Sequence[str] = LEVELS,
+           lengths: Sequence[int | None] | None = None, weights: str | None = None) -> Report:
     """Compare native ``predict`` with onnxruntime on seeded inputs per batch, level and output; return a Report.
 
     Args:

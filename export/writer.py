@@ -1,25 +1,31 @@
 """Writing a model file atomically, with external data for models too big for one protobuf."""
+from __future__ import annotations
+
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING
 
 import onnx
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # Protobuf refuses messages of 2 GiB or more; keep a margin for the graph itself.
 EXTERNAL_DATA_THRESHOLD = 2 ** 31 - 2 ** 24
 
 
-def needs_external_data(model):
+def needs_external_data(model: onnx.ModelProto) -> bool:
     """Whether the initializers are too big to store inside the .onnx protobuf."""
     return sum(len(t.raw_data) for t in model.graph.initializer) >= EXTERNAL_DATA_THRESHOLD
 
 
-def data_file_name(path):
+def data_file_name(path: os.PathLike[str] | str) -> str:
     """Name (beside the model file) of the external data file of ``path``."""
     return os.path.basename(os.fspath(path)) + ".data"
 
 
-def save(model, path, check=None):
+def save(model: onnx.ModelProto, path: os.PathLike[str] | str, check: Callable[[str], object] | None = None) -> str:
     """Write ``model`` to ``path`` atomically (weights in ``<name>.data`` when large); return the path."""
     # Written in a temporary directory beside `path`, then os.replace'd: a failed write or a failed
     # `check(tmp_path)` leaves an existing file untouched.
@@ -48,7 +54,7 @@ def save(model, path, check=None):
     return path
 
 
-def write_text(path, text):
+def write_text(path: os.PathLike[str] | str, text: str) -> str:
     """Write ``text`` to ``path`` (UTF-8) through a temporary file beside it and ``os.replace``."""
     path = os.path.abspath(os.fspath(path))
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -1,11 +1,27 @@
 """The activation table: kgraph activation name -> ONNX emitter, shared by every layer with an activation."""
+from __future__ import annotations
+
 import bisect
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from export.builder import NATIVE, onnx_dtype
 from export.registry import ExportError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias, TypeVar
+
+    import numpy.typing as npt
+
+    from export.builder import Layout
+    from export.context import ConversionContext
+
+    # emit(ctx, x, dtype name, physical axis) -> the output's ONNX name.
+    Emitter: TypeAlias = Callable[[ConversionContext, str, str, int], str]
+    _EmitterT = TypeVar("_EmitterT", bound=Emitter)
 
 _EMITTERS = {}
 
@@ -17,10 +33,10 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def register_activation(*names, opset=13):
+def register_activation(*names: str, opset: int = 13) -> Callable[[_EmitterT], _EmitterT]:
     """Decorator registering ``emit(ctx, x, dtype, axis) -> output name`` for activation ``names`` from ``opset`` on."""
     # x: the ONNX input name; dtype: its NumPy dtype name; axis: the physical axis softmax-like ones reduce over.
-    def register(fn):
+    def register(fn: _EmitterT) -> _EmitterT:
         for name in names:
             variants = _EMITTERS.setdefault(name, [])
             if any(o == opset for o, _ in variants):
@@ -31,7 +47,7 @@ def register_activation(*names, opset=13):
     return register
 
 
-def activation_name(activation):
+def activation_name(activation: str | Callable[..., Any] | None) -> str:
     """The kgraph name of an activation given as a function, a name or None."""
     if activation is None:
         return "linear"
@@ -44,12 +60,13 @@ def activation_name(activation):
         return getattr(activation, "__name__", repr(activation))
 
 
-def supported_activations():
+def supported_activations() -> list[str]:
     """Names of every activation with an emitter."""
     return sorted(_EMITTERS)
 
 
-def emit_activation(ctx, activation, x, layout=NATIVE, rank=2, dtype="float32"):
+def emit_activation(ctx: ConversionContext, activation: str | Callable[..., Any] | None, x: str,
+                    layout: Layout = NATIVE, rank: int = 2, dtype: npt.DTypeLike = "float32") -> str:
     """Emit ``activation`` (function, name or None) on ``x`` (of ``layout``, ``rank``, ``dtype``); return the output."""
     name = activation_name(activation)
     variants = [fn for opset, fn in _EMITTERS.get(name, []) if opset <= ctx.opset]

@@ -1,18 +1,24 @@
 """Converters for the activation layers Activation, ReLU, LeakyReLU, PReLU, ELU, Softmax: each keeps its layout."""
+from __future__ import annotations
+
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from kgraph import layers
-from kgraph.layers.activations.activation_layers import large_negative_number
 
 from export.builder import NATIVE, FeatureOrder, Value, onnx_dtype
 from export.converters.activations import emit_activation
 from export.registry import converter
+from kgraph import layers
+from kgraph.layers.activations.activation_layers import large_negative_number
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 
 @converter(layers.Activation, opset=13)
-def convert_activation(ctx):
+def convert_activation(ctx: ConversionContext) -> ConverterResult:
     """The activation's emitter, on the input in whatever layout it is in."""
     layout = ctx.layout()
     y = emit_activation(ctx, ctx.layer.activation, ctx.input(0, layout=None), layout=layout,
@@ -37,7 +43,7 @@ def _leaky(ctx, x, dtype, slope):
 
 
 @converter(layers.ReLU, opset=13)
-def convert_relu(ctx):
+def convert_relu(ctx: ConversionContext) -> ConverterResult:
     """Relu, Clip (with ``max_value``), LeakyRelu, or the Where form with a threshold."""
     layer = ctx.layer
     layout, dtype = ctx.layout(), np.dtype(ctx.input_dtype()).name
@@ -54,7 +60,7 @@ def convert_relu(ctx):
 
 
 @converter(layers.LeakyReLU, opset=13)
-def convert_leaky_relu(ctx):
+def convert_leaky_relu(ctx: ConversionContext) -> ConverterResult:
     """LeakyRelu with Keras's ``negative_slope`` written out."""
     layout = ctx.layout()
     return Value(_leaky(ctx, ctx.input(0, layout=None), np.dtype(ctx.input_dtype()).name,
@@ -62,7 +68,7 @@ def convert_leaky_relu(ctx):
 
 
 @converter(layers.PReLU, opset=13)
-def convert_prelu(ctx):
+def convert_prelu(ctx: ConversionContext) -> ConverterResult:
     """PRelu with ``alpha`` laid out like the input (it broadcasts from the trailing axes)."""
     layout, rank = ctx.layout(), ctx.input_rank()
     alpha = ctx.layer.alpha
@@ -81,7 +87,7 @@ def convert_prelu(ctx):
 
 
 @converter(layers.ELU, opset=13)
-def convert_elu(ctx):
+def convert_elu(ctx: ConversionContext) -> ConverterResult:
     """Elu with the layer's ``alpha`` (onnxruntime runs Elu in float32: other types are cast around it)."""
     layout, dtype = ctx.layout(), np.dtype(ctx.input_dtype()).name
     x = ctx.input(0, layout=None)
@@ -98,7 +104,7 @@ def _reduce_log_sum_exp(ctx, x, axes):
 
 
 @converter(layers.Softmax, opset=13)
-def convert_softmax(ctx):
+def convert_softmax(ctx: ConversionContext) -> ConverterResult:
     """Softmax on the physical axis; several axes as ``exp(x - logsumexp(x))``; a ``mask`` input as Keras fills it."""
     layer = ctx.layer
     rank, dtype = ctx.input_rank(), np.dtype(ctx.input_dtype()).name

@@ -1,14 +1,20 @@
 """Converter for MultiHeadAttention: MatMul/Softmax subgraphs with Keras's masking, scores returned if asked."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from onnx import TensorProto
 
+from export.registry import converter
 from kgraph import layers
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.attention.multi_head_attention import large_negative
 
-from export.registry import converter
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -70,7 +76,7 @@ def _attention_mask(ctx, node, positional):
 
 
 @converter(layers.MultiHeadAttention, opset=13, rtol=RTOL, atol=ATOL)
-def convert_multi_head_attention(ctx):
+def convert_multi_head_attention(ctx: ConversionContext) -> ConverterResult:
     """Q/K/V projections, scaled scores, masked softmax, weighted values and the output projection."""
     layer, node = ctx.layer, ctx.node
     dtype = layer.query_kernel.dtype

@@ -1,19 +1,29 @@
 """Converters for the convolution layers (1D to 3D): Conv, DepthwiseConv, SeparableConv, ConvTranspose."""
-import numpy as np
+from __future__ import annotations
 
-from kgraph import layers
-from kgraph.ops.kernels.windows import conv_pads
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from export.builder import CHANNELS_FIRST, Value
 from export.converters.activations import emit_activation
 from export.registry import converter
+from kgraph import layers
+from kgraph.ops.kernels.windows import conv_pads
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 # They work channels-first (what ONNX Conv wants) and return channels-first values, so a chain of
 # convolutions, pooling and normalization transposes once. Padding is always written out as explicit,
 # possibly asymmetric ``pads``.
 
 
-def onnx_pads(ctx, window, strides, padding, dilation):
+def onnx_pads(ctx: ConversionContext, window: Sequence[int], strides: Sequence[int], padding: str,
+              dilation: Sequence[int]) -> list[int]:
     """ONNX ``pads`` (all begins, then all ends) for a window over the layer's spatial input axes.
 
     "same" with a stride above 1 depends on each input length, so those
@@ -29,7 +39,7 @@ def onnx_pads(ctx, window, strides, padding, dilation):
     return [b for b, _ in pads] + [a for _, a in pads]
 
 
-def oihw(kernel):
+def oihw(kernel: np.ndarray) -> np.ndarray:
     """Keras ``(*window, in, out)`` kernel as ONNX ``(out, in, *window)``."""
     r = kernel.ndim - 2
     return np.transpose(kernel, (r + 1, r) + tuple(range(r)))
@@ -52,7 +62,7 @@ def _conv_node(ctx, x, weight, bias, window, strides, padding, dilation, group):
 @converter(layers.Conv1D, opset=13)
 @converter(layers.Conv2D, opset=13)
 @converter(layers.Conv3D, opset=13)
-def convert_conv(ctx):
+def convert_conv(ctx: ConversionContext) -> ConverterResult:
     """One Conv node; "causal" padding becomes pads before the steps only."""
     layer = ctx.layer
     x = ctx.input(0, CHANNELS_FIRST)
@@ -70,7 +80,7 @@ def _depthwise_weight(kernel):
 
 @converter(layers.DepthwiseConv1D, opset=13)
 @converter(layers.DepthwiseConv2D, opset=13)
-def convert_depthwise_conv(ctx):
+def convert_depthwise_conv(ctx: ConversionContext) -> ConverterResult:
     """A Conv with one group per input channel."""
     layer = ctx.layer
     x = ctx.input(0, CHANNELS_FIRST)
@@ -83,7 +93,7 @@ def convert_depthwise_conv(ctx):
 
 @converter(layers.SeparableConv1D, opset=13)
 @converter(layers.SeparableConv2D, opset=13)
-def convert_separable_conv(ctx):
+def convert_separable_conv(ctx: ConversionContext) -> ConverterResult:
     """The depthwise Conv (one group per channel), then a size-1 Conv with the bias."""
     layer = ctx.layer
     x = ctx.input(0, CHANNELS_FIRST)
@@ -100,7 +110,7 @@ def convert_separable_conv(ctx):
 @converter(layers.Conv1DTranspose, opset=13)
 @converter(layers.Conv2DTranspose, opset=13)
 @converter(layers.Conv3DTranspose, opset=13)
-def convert_conv_transpose(ctx):
+def convert_conv_transpose(ctx: ConversionContext) -> ConverterResult:
     """ConvTranspose with explicit pads; cells Keras appends beyond the full output become output_padding."""
     layer = ctx.layer
     x = ctx.input(0, CHANNELS_FIRST)

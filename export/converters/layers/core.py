@@ -1,15 +1,22 @@
 """Converters for the core layers: Dense, Identity, Embedding."""
-import numpy as np
+from __future__ import annotations
 
-from kgraph import layers
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from export.builder import FeatureOrder, Value
 from export.converters.activations import emit_activation
 from export.registry import converter
+from kgraph import layers
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 
 @converter(layers.Dense, opset=13)
-def convert_dense(ctx):
+def convert_dense(ctx: ConversionContext) -> ConverterResult:
     """Gemm for 2-D inputs, MatMul + Add above; a FeatureOrder input is folded into the kernel rows."""
     layer = ctx.layer
     rank = ctx.input_rank()
@@ -32,13 +39,13 @@ def convert_dense(ctx):
 
 
 @converter(layers.Identity, opset=13)
-def convert_identity(ctx):
+def convert_identity(ctx: ConversionContext) -> ConverterResult:
     """The output is the input tensor itself (no node)."""
     return Value(ctx.input(0, layout=None), ctx.layout())
 
 
 @converter(layers.Embedding, opset=13)
-def convert_embedding(ctx):
+def convert_embedding(ctx: ConversionContext) -> ConverterResult:
     """Gather(embeddings, indices, axis=0); indices that are not int32/int64 are cast to int64 (floats truncate)."""
     dtype = np.dtype(ctx.input_dtype())
     indices = ctx.input(0) if dtype in (np.int32, np.int64) else ctx.input(0, dtype="int64")

@@ -1,13 +1,20 @@
 """Converters for the merge layers: Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate."""
-import collections
+from __future__ import annotations
 
-from kgraph import layers
+import collections
+from typing import TYPE_CHECKING
 
 from export.builder import NATIVE, FeatureOrder, Value
 from export.registry import converter
+from kgraph import layers
+
+if TYPE_CHECKING:
+    from export.builder import Layout
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 
-def common_layout(ctx):
+def common_layout(ctx: ConversionContext) -> Layout:
     """The layout to merge the inputs in: the most common one, if it is safe for these shapes."""
     # Axis permutations are safe for inputs of one rank (broadcasting is per axis); a FeatureOrder only for
     # equal shapes.
@@ -44,14 +51,14 @@ converter(layers.Minimum, opset=13)(_elementwise("Min", variadic="Min"))
 
 
 @converter(layers.Average, opset=13)
-def convert_average(ctx):
+def convert_average(ctx: ConversionContext) -> ConverterResult:
     """One Mean node over all inputs (with broadcasting)."""
     layout = common_layout(ctx)
     return Value(ctx.op("Mean", ctx.inputs(layout, dtype=ctx.output_dtype())), layout)
 
 
 @converter(layers.Concatenate, opset=13)
-def convert_concatenate(ctx):
+def convert_concatenate(ctx: ConversionContext) -> ConverterResult:
     """Concat on the physical position of the Keras axis."""
     layout = common_layout(ctx)
     rank = ctx.input_rank()

@@ -1,12 +1,20 @@
 """Converters for BatchNormalization (inference) and LayerNormalization."""
+from __future__ import annotations
+
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kgraph import layers
-
 from export.builder import CHANNELS_FIRST, NATIVE, FeatureOrder, Value
 from export.registry import converter
+from kgraph import layers
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 
 def _order_tag(order):
@@ -27,7 +35,7 @@ def _feature_weight(ctx, variable, order, shape=None):
     return ctx.weight(variable, transform=transform, variant=tag if order is None else f"{tag}_{_order_tag(order)}")
 
 
-def reduce_mean(ctx, x, axes):
+def reduce_mean(ctx: ConversionContext, x: str, axes: Sequence[int]) -> str:
     """ReduceMean over ``axes`` keeping them (``axes`` is an attribute before opset 18, an input from 18)."""
     if ctx.opset >= 18:
         return ctx.op("ReduceMean", [x, ctx.const(np.array(axes, dtype=np.int64), name="axes")], keepdims=1)
@@ -35,7 +43,7 @@ def reduce_mean(ctx, x, axes):
 
 
 @converter(layers.BatchNormalization, opset=13)
-def convert_batch_normalization(ctx):
+def convert_batch_normalization(ctx: ConversionContext) -> ConverterResult:
     """ONNX BatchNormalization (moving statistics, epsilon written out) on the channel axis.
 
     The channel axis is where ONNX wants it for channels-first data of rank 3
@@ -87,7 +95,7 @@ def _batch_normalization_affine(ctx, axis, layout):
 
 
 @converter(layers.LayerNormalization, opset=13)
-def convert_layer_normalization(ctx):
+def convert_layer_normalization(ctx: ConversionContext) -> ConverterResult:
     """ONNX LayerNormalization (opset 17+) over trailing axes; otherwise the decomposed mean/variance form."""
     layer = ctx.layer
     rank = ctx.input_rank()

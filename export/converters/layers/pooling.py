@@ -1,11 +1,10 @@
 """Converters for the pooling layers (1D to 3D): max, average, global and adaptive pooling, channels-first."""
-from kgraph import layers
-from kgraph.layers.pooling.adaptive_pooling import adaptive_windows
-
 from export.builder import CHANNELS_FIRST, Value
 from export.converters.layers.convolutional import onnx_pads
 from export.converters.ops.common import int64, reduce
 from export.registry import converter
+from kgraph import layers
+from kgraph.layers.pooling.adaptive_pooling import adaptive_windows
 
 
 def _pool(op_type, **attrs):

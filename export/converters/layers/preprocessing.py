@@ -1,14 +1,21 @@
 """Converters for the preprocessing layers that export as nodes of their own: Rescaling."""
-import numpy as np
+from __future__ import annotations
 
-from kgraph import layers
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from export.builder import NATIVE, Value
 from export.registry import converter
+from kgraph import layers
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 
 @converter(layers.Rescaling, opset=13)
-def convert_rescaling(ctx):
+def convert_rescaling(ctx: ConversionContext) -> ConverterResult:
     """Mul by ``scale`` and Add ``offset`` in the compute dtype; scalar factors keep the input's layout."""
     layer = ctx.layer
     dtype = ctx.output_dtype()

@@ -1,10 +1,17 @@
 """Converters for the reshaping layers: Flatten, Reshape, Permute, RepeatVector, UpSampling, ZeroPadding, Cropping."""
-import numpy as np
+from __future__ import annotations
 
-from kgraph import layers
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from export.builder import NATIVE, FeatureOrder, Value
 from export.registry import converter
+from kgraph import layers
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -17,7 +24,7 @@ def _keras_perm(rank, data_format):
 
 
 @converter(layers.Flatten, opset=13)
-def convert_flatten(ctx):
+def convert_flatten(ctx: ConversionContext) -> ConverterResult:
     """ONNX Flatten(axis=1) of the data as laid out; a feature order differing from Keras's becomes a FeatureOrder."""
     # No Transpose back to channels-last: a following Dense folds the order into its kernel, others get one Gather.
     rank = ctx.input_rank()
@@ -46,7 +53,7 @@ def _int64(values):
 
 
 @converter(layers.Reshape, opset=13)
-def convert_reshape(ctx):
+def convert_reshape(ctx: ConversionContext) -> ConverterResult:
     """Reshape to ``[0, *output shape]`` with every size written out; 0 copies the batch size (none is baked in)."""
     # Never a -1: onnxruntime cannot infer a -1 from a 0-row batch. A size that depends on a dynamic input
     # axis is computed from the input's shape (its elements per row over the product of the known sizes)
@@ -122,7 +129,7 @@ for _cls in (layers.Cropping1D, layers.Cropping2D, layers.Cropping3D):
 
 
 @converter(layers.Permute, opset=13)
-def convert_permute(ctx):
+def convert_permute(ctx: ConversionContext) -> ConverterResult:
     """One Transpose from the input's physical layout straight to the permuted native layout."""
     layout, perm = _axis_layout(ctx)
     target = (0,) + tuple(ctx.layer.dims)
@@ -130,7 +137,7 @@ def convert_permute(ctx):
 
 
 @converter(layers.RepeatVector, opset=13)
-def convert_repeat_vector(ctx):
+def convert_repeat_vector(ctx: ConversionContext) -> ConverterResult:
     """Unsqueeze to (batch, 1, features), then Tile ``n`` times on axis 1."""
     x = ctx.op("Unsqueeze", [ctx.input(0), ctx.const(np.array([1], np.int64), name="axes")])
     return ctx.op("Tile", [x, ctx.const(np.array([1, ctx.layer.n, 1], np.int64), name="repeats")])

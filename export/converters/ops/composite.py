@@ -1,18 +1,26 @@
 """The converter of ops composed of other ops: the composition traced into op nodes, each converted by its own."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from export.builder import NATIVE, Value
+from export.context import ConversionContext
+from export.registry import lookup_op, op_converter
 from kgraph import tree
 from kgraph.graph import topology as graph
 from kgraph.graph import tracing
 from kgraph.graph.keras_tensor import KerasTensor
 
-from export.builder import NATIVE, Value
-from export.context import ConversionContext
-from export.registry import lookup_op, op_converter
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from export.registry import ConverterResult
 
 # An op written as a composition of other ops (``log2`` is ``log(x) / log(2)``) records one node; its converter
 # runs the composition on scratch KerasTensors and converts the op nodes that records.
 
 
-def convert_composite(ctx):
+def convert_composite(ctx: ConversionContext) -> ConverterResult:
     """The op's composition traced into op nodes, each converted by its own converter."""
     fn = type(ctx.layer).fn
     fn = getattr(fn, "__wrapped__", fn)
@@ -38,7 +46,7 @@ def convert_composite(ctx):
         return [values[id(t)] for t in flat] if isinstance(outputs, (list, tuple)) else values[id(flat[0])]
 
 
-def register_composites(names, opset=13):
+def register_composites(names: Iterable[str], opset: int = 13) -> None:
     """Register ``convert_composite`` for each op in ``names``."""
     for name in names:
         op_converter(name, opset=opset)(convert_composite)

@@ -1,10 +1,18 @@
 """Converters of the core ops of ``keras.ops``: cast, slicing, scattering, unstack; control flow stays eager."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from export.builder import Value, onnx_dtype
 from export.converters.ops.common import int64, operand
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(["cdist", "saturate_cast"])
 
@@ -23,19 +31,19 @@ for _name in ("cond", "switch", "fori_loop", "while_loop", "scan", "associative_
 
 
 @op_converter("cast", opset=13)
-def convert_cast(ctx):
+def convert_cast(ctx: ConversionContext) -> ConverterResult:
     """Cast to the dtype asked for; no node when the input has it already."""
     return Value(ctx.input(0, layout=None, dtype=ctx.output_dtype()), ctx.layout(0))
 
 
 @op_converter("stop_gradient", opset=13)
-def convert_stop_gradient(ctx):
+def convert_stop_gradient(ctx: ConversionContext) -> ConverterResult:
     """The input itself (gradients do not exist at inference): no node."""
     return Value(ctx.input(0, layout=None), ctx.layout(0))
 
 
 @op_converter("slice", opset=13)
-def convert_slice(ctx):
+def convert_slice(ctx: ConversionContext) -> ConverterResult:
     """Slice with the constant start and size of each axis (-1: to the end)."""
     args = ctx.arguments
     starts = [int(s) for s in np.asarray(args["start_indices"]).tolist()]
@@ -44,7 +52,7 @@ def convert_slice(ctx):
 
 
 @op_converter("slice_update", opset=13)
-def convert_slice_update(ctx):
+def convert_slice_update(ctx: ConversionContext) -> ConverterResult:
     """The updates padded to the input's shape, chosen by a padded mask (Where)."""
     args = ctx.arguments
     starts = [int(s) for s in np.asarray(args["start_indices"]).tolist()]
@@ -67,7 +75,7 @@ def convert_slice_update(ctx):
 
 
 @op_converter("scatter", opset=16)
-def convert_scatter(ctx):
+def convert_scatter(ctx: ConversionContext) -> ConverterResult:
     """ScatterND adding (opset 16) into zeros of the constant shape."""
     args = ctx.arguments
     zeros = ctx.const(np.zeros(args["shape"], dtype=ctx.output_dtype()), name="zeros")
@@ -77,7 +85,7 @@ def convert_scatter(ctx):
 
 
 @op_converter("scatter_update", opset=13)
-def convert_scatter_update(ctx):
+def convert_scatter_update(ctx: ConversionContext) -> ConverterResult:
     """ScatterND writing (or reducing, from opset 16; max/min from 18) the updates into the inputs."""
     args = ctx.arguments
     reduction = args["reduction"]
@@ -89,7 +97,7 @@ def convert_scatter_update(ctx):
 
 
 @op_converter("unstack", opset=13)
-def convert_unstack(ctx):
+def convert_unstack(ctx: ConversionContext) -> ConverterResult:
     """One Gather of a scalar index per output (each removes the axis)."""
     axis = int(ctx.arguments["axis"]) % ctx.input_rank()
     x = operand(ctx, ctx.arguments["x"])

@@ -1,9 +1,8 @@
 """Converters of ``keras.ops.image`` (with the patches ops): compositions of other ops, converted by tracing."""
-from kgraph.ops.image import __all__ as _IMAGE
-from kgraph.ops.patches import __all__ as _PATCHES
-
 from export.converters.ops.composite import register_composites
 from export.registry import unexportable
+from kgraph.ops.image import __all__ as _IMAGE
+from kgraph.ops.patches import __all__ as _PATCHES
 
 register_composites(_IMAGE + _PATCHES + ["gaussian_blur", "scale_and_translate", "sobel_edges"])
 

@@ -1,6 +1,14 @@
 """Converters of ``keras.ops.linalg``: determinants (ONNX Det) and norms; ONNX has no solvers or decompositions."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(["norm"])
 
@@ -16,6 +24,6 @@ unexportable("jvp", "it differentiates a Python function at run time; ONNX graph
 
 
 @op_converter("det", opset=13)
-def convert_det(ctx):
+def convert_det(ctx: ConversionContext) -> ConverterResult:
     """Det of each matrix."""
     return ctx.op("Det", [ctx.input(0, dtype=ctx.output_dtype())])

@@ -1,4 +1,8 @@
 """Converters of the ``keras.ops.math`` ops: segment reductions, top-k, logsumexp, erf, and ONNX DFT for the FFTs."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from export.builder import onnx_dtype
@@ -7,6 +11,10 @@ from export.converters.ops.composite import register_composites
 from export.converters.ops.numpy_math import unary
 from export.converters.ops.numpy_reductions import reduce_axes, top_k
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(["erfc", "extract_sequences", "logdet"])
 register_composites(["stft", "istft"], opset=17)
@@ -18,7 +26,7 @@ op_converter("rsqrt", opset=13)(unary("Sqrt", "Reciprocal"))
 
 
 @op_converter("logsumexp", opset=13)
-def convert_logsumexp(ctx):
+def convert_logsumexp(ctx: ConversionContext) -> ConverterResult:
     """``log(sum(exp(x - m))) + m`` with ``m`` the finite max, as kgraph computes it (no overflow)."""
     # onnxruntime's ReduceLogSumExp overflows for large inputs at some opsets.
     x, axes, keepdims = reduce_axes(ctx)
@@ -33,14 +41,14 @@ def convert_logsumexp(ctx):
 
 
 @op_converter("top_k", opset=13)
-def convert_top_k(ctx):
+def convert_top_k(ctx: ConversionContext) -> ConverterResult:
     """TopK along the last axis; indices as int32."""
     values, indices = top_k(ctx, ctx.input(0), -1, int(ctx.arguments["k"]), largest=True)
     return [values, ctx.op("Cast", [indices], to=onnx_dtype("int32"))]
 
 
 @op_converter("in_top_k", opset=13)
-def convert_in_top_k(ctx):
+def convert_in_top_k(ctx: ConversionContext) -> ConverterResult:
     """Fewer than ``k`` predictions above the target's own score."""
     args = ctx.arguments
     predictions = ctx.tensor(args["predictions"], ctx.input_dtype(1) if ctx.num_inputs > 1 else None)
@@ -121,7 +129,7 @@ def _fit_last(ctx, x, size, length, rank):
 
 
 @op_converter("rfft", opset=17)
-def convert_rfft(ctx):
+def convert_rfft(ctx: ConversionContext) -> ConverterResult:
     """One-sided DFT of the real signal (cut or zero-padded to ``fft_length``)."""
     rank, n = ctx.input_rank(0), ctx.input_shape(0)[-1]
     length = ctx.arguments["fft_length"]
@@ -131,7 +139,7 @@ def convert_rfft(ctx):
 
 
 @op_converter("irfft", opset=17)
-def convert_irfft(ctx):
+def convert_irfft(ctx: ConversionContext) -> ConverterResult:
     """The Hermitian spectrum completed (mirrored conjugate bins), an inverse DFT, its real part."""
     rank, m = ctx.input_rank(0), ctx.input_shape(0)[-1]
     length = ctx.arguments["fft_length"]

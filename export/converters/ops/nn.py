@@ -1,15 +1,21 @@
 """Converters of ``keras.ops.nn``: activations, softmax, one-hot, normalization, dense; the rest by tracing."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from kgraph.ops.nn_extra import __all__ as _NN_EXTRA
 
 from export.builder import NATIVE, Value, onnx_dtype
 from export.converters.activations import emit_activation
 from export.converters.ops.common import axes_of, folded, int64, is_float, operand, rank_of, reduce
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+from kgraph.ops.nn_extra import __all__ as _NN_EXTRA
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(_NN_EXTRA)
 
@@ -51,35 +57,35 @@ def _float32_op(ctx, emit):
 
 
 @op_converter("elu", opset=13)
-def convert_elu(ctx):
+def convert_elu(ctx: ConversionContext) -> ConverterResult:
     """Elu with the call's ``alpha``."""
     alpha = float(ctx.arguments["alpha"])
     return _float32_op(ctx, lambda x, dtype: ctx.op("Elu", [x], alpha=alpha))
 
 
 @op_converter("leaky_relu", opset=13)
-def convert_leaky_relu(ctx):
+def convert_leaky_relu(ctx: ConversionContext) -> ConverterResult:
     """LeakyRelu with the call's ``negative_slope`` (ONNX's default 0.01 is never relied on)."""
     slope = float(ctx.arguments["negative_slope"])
     return _float32_op(ctx, lambda x, dtype: ctx.op("LeakyRelu", [x], alpha=slope))
 
 
 @op_converter("log_sigmoid", opset=13)
-def convert_log_sigmoid(ctx):
+def convert_log_sigmoid(ctx: ConversionContext) -> ConverterResult:
     """``-softplus(-x)``, stable for large ``|x|`` as kgraph's form is."""
     return _float32_op(ctx, lambda x, dtype: ctx.op("Neg", [ctx.op("Softplus", [ctx.op("Neg", [x])])]))
 
 
 @op_converter("hard_silu", opset=13)
 @op_converter("hard_swish", opset=13)
-def convert_hard_silu(ctx):
+def convert_hard_silu(ctx: ConversionContext) -> ConverterResult:
     """``x * hard_sigmoid(x)`` (HardSigmoid with alpha 1/6, beta 1/2)."""
     return _float32_op(ctx, lambda x, dtype: ctx.op("Mul", [x, ctx.op("HardSigmoid", [x], alpha=1 / 6, beta=0.5)]))
 
 
 @op_converter("hard_silu", opset=14)
 @op_converter("hard_swish", opset=14)
-def convert_hard_silu_14(ctx):
+def convert_hard_silu_14(ctx: ConversionContext) -> ConverterResult:
     """HardSwish (opset 14), which is ``x * max(0, min(1, x / 6 + 1 / 2))``."""
     return _float32_op(ctx, lambda x, dtype: ctx.op("HardSwish", [x]))
 
@@ -95,7 +101,7 @@ def _gelu_tanh(ctx, x, dtype):
 
 
 @op_converter("gelu", opset=13)
-def convert_gelu(ctx):
+def convert_gelu(ctx: ConversionContext) -> ConverterResult:
     """The tanh approximation written out, or the exact erf form (the layers' 'gelu' activation)."""
     if ctx.arguments["approximate"]:
         return _float32_op(ctx, lambda x, dtype: _gelu_tanh(ctx, x, dtype))
@@ -103,7 +109,7 @@ def convert_gelu(ctx):
 
 
 @op_converter("gelu", opset=20)
-def convert_gelu_20(ctx):
+def convert_gelu_20(ctx: ConversionContext) -> ConverterResult:
     """ONNX Gelu (opset 20), ``approximate`` "tanh" or "none"."""
     approximate = "tanh" if ctx.arguments["approximate"] else "none"
     return _float32_op(ctx, lambda x, dtype: ctx.op("Gelu", [x], approximate=approximate))
@@ -134,7 +140,7 @@ op_converter("log_softmax", opset=13)(_softmax("LogSoftmax", subtract_log=True))
 
 
 @op_converter("one_hot", opset=13)
-def convert_one_hot(ctx):
+def convert_one_hot(ctx: ConversionContext) -> ConverterResult:
     """Equal of the indices (a new axis at ``axis``) with ``range(num_classes)``: out-of-range rows are all zero."""
     # ONNX OneHot counts negative indices back from the depth; kgraph (and Keras) give zeros instead.
     args = ctx.arguments
@@ -149,7 +155,7 @@ def convert_one_hot(ctx):
 
 
 @op_converter("moments", opset=13)
-def convert_moments(ctx):
+def convert_moments(ctx: ConversionContext) -> ConverterResult:
     """Mean, and variance as the mean of squared deviations, over ``axes``."""
     args = ctx.arguments
     axes = axes_of(args["axes"], ctx.input_rank())
@@ -164,7 +170,7 @@ def convert_moments(ctx):
 
 
 @op_converter("batch_normalization", opset=13)
-def convert_batch_normalization(ctx):
+def convert_batch_normalization(ctx: ConversionContext) -> ConverterResult:
     """``(x - mean) * (scale / sqrt(variance + epsilon)) + offset`` with the statistics on ``axis``."""
     args = ctx.arguments
     rank = ctx.input_rank()
@@ -187,7 +193,7 @@ def _layer_norm_weight(ctx, value, shape, dtype):
 
 
 @op_converter("layer_normalization", opset=13)
-def convert_layer_normalization(ctx):
+def convert_layer_normalization(ctx: ConversionContext) -> ConverterResult:
     """Mean and variance over ``axis``, normalized, then scaled by ``gamma`` and shifted by ``beta``."""
     args = ctx.arguments
     rank, shape, dtype = ctx.input_rank(), ctx.input_shape(), ctx.output_dtype()
@@ -206,7 +212,7 @@ def convert_layer_normalization(ctx):
 
 
 @op_converter("layer_normalization", opset=17)
-def convert_layer_normalization_17(ctx):
+def convert_layer_normalization_17(ctx: ConversionContext) -> ConverterResult:
     """ONNX LayerNormalization (opset 17) over trailing axes of known sizes; otherwise the opset-13 form."""
     args = ctx.arguments
     rank, shape, dtype = ctx.input_rank(), ctx.input_shape(), ctx.output_dtype()
@@ -224,7 +230,7 @@ def convert_layer_normalization_17(ctx):
 
 
 @op_converter("dense", opset=13)
-def convert_dense(ctx):
+def convert_dense(ctx: ConversionContext) -> ConverterResult:
     """Gemm for a 2-D float input, MatMul (+ Add) otherwise."""
     args = ctx.arguments
     dtype = ctx.output_dtype()

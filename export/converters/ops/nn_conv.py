@@ -1,12 +1,19 @@
 """Converters of the convolution and pooling ops of ``keras.ops.nn``, channels-first like the layers' converters."""
-import numpy as np
+from __future__ import annotations
 
-from kgraph.ops.kernels.windows import normalize_tuple, transpose_crop
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from export.builder import CHANNELS_FIRST, Value
 from export.converters.layers.convolutional import oihw, onnx_pads
 from export.converters.ops.common import folded, operand
 from export.registry import op_converter
+from kgraph.ops.kernels.windows import normalize_tuple, transpose_crop
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 
 def _kernel(ctx, value, transform, variant):
@@ -42,7 +49,7 @@ def _bias(ctx, args):
 
 
 @op_converter("conv", opset=13)
-def convert_conv(ctx):
+def convert_conv(ctx: ConversionContext) -> ConverterResult:
     """One Conv (groups from the kernel's input channels), bias and relu as asked."""
     args = ctx.arguments
     kernel_shape = np.shape(args["kernel"])
@@ -53,7 +60,7 @@ def convert_conv(ctx):
 
 
 @op_converter("depthwise_conv", opset=13)
-def convert_depthwise_conv(ctx):
+def convert_depthwise_conv(ctx: ConversionContext) -> ConverterResult:
     """A Conv with one group per input channel."""
     args = ctx.arguments
     x = operand(ctx, args["inputs"], layout=CHANNELS_FIRST)
@@ -64,7 +71,7 @@ def convert_depthwise_conv(ctx):
 
 
 @op_converter("separable_conv", opset=13)
-def convert_separable_conv(ctx):
+def convert_separable_conv(ctx: ConversionContext) -> ConverterResult:
     """The depthwise Conv, then a 1x1 Conv with the bias (and relu)."""
     args = ctx.arguments
     x = operand(ctx, args["inputs"], layout=CHANNELS_FIRST)
@@ -78,7 +85,7 @@ def convert_separable_conv(ctx):
 
 
 @op_converter("conv_transpose", opset=13)
-def convert_conv_transpose(ctx):
+def convert_conv_transpose(ctx: ConversionContext) -> ConverterResult:
     """ConvTranspose with Keras's geometry: crops as pads, cells appended beyond the full output as output_padding."""
     args = ctx.arguments
     x = operand(ctx, args["inputs"], layout=CHANNELS_FIRST)
@@ -102,7 +109,7 @@ def convert_conv_transpose(ctx):
 
 
 @op_converter("conv_max_pool", opset=13)
-def convert_conv_max_pool(ctx):
+def convert_conv_max_pool(ctx: ConversionContext) -> ConverterResult:
     """The Conv (bias, relu), then a MaxPool whose strides are its window."""
     args = ctx.arguments
     kernel_shape = np.shape(args["kernel"])

@@ -1,10 +1,17 @@
 """Converters of the complex-number ops of ``keras.ops`` on real inputs; ONNX Runtime has no complex tensors."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from export.builder import Value
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 # On a real input ``real`` and ``conj`` are the input, ``imag`` is zeros, ``isreal`` is true everywhere and
 # ``angle`` is pi where the input is negative. A complex input (or a complex result) cannot be exported.
@@ -39,19 +46,19 @@ for _name in ("real", "conj", "conjugate"):
 
 
 @op_converter("imag", opset=13)
-def convert_imag(ctx):
+def convert_imag(ctx: ConversionContext) -> ConverterResult:
     """Zeros of the real input's shape and dtype."""
     return _filled(ctx, 0)
 
 
 @op_converter("isreal", opset=13)
-def convert_isreal(ctx):
+def convert_isreal(ctx: ConversionContext) -> ConverterResult:
     """True for every element of the real input."""
     return _filled(ctx, True)
 
 
 @op_converter("angle", opset=13)
-def convert_angle(ctx):
+def convert_angle(ctx: ConversionContext) -> ConverterResult:
     """Pi where the real input (in the output's float dtype) is negative, else 0; NaN stays NaN."""
     dtype = ctx.output_dtype()
     x = _real_input(ctx, dtype=dtype)

@@ -1,7 +1,15 @@
 """Converters of the array creation ops of ``keras.ops.numpy``: ``*_like`` and copy; from sizes, constants only."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from export.converters.ops.common import operand
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(["linspace", "logspace", "geomspace", "meshgrid", "empty_like", "vander"])
 
@@ -18,7 +26,7 @@ unexportable("array", "converts a value to a constant array (or records `cast`)"
 
 
 @op_converter("copy", opset=13)
-def convert_copy(ctx):
+def convert_copy(ctx: ConversionContext) -> ConverterResult:
     """The input itself: no node."""
     return ctx.input(0)
 
@@ -29,19 +37,19 @@ def _filled_like(ctx, x, fill):
 
 
 @op_converter("zeros_like", opset=13)
-def convert_zeros_like(ctx):
+def convert_zeros_like(ctx: ConversionContext) -> ConverterResult:
     """Zeros of the output dtype expanded to the input's shape."""
     return _filled_like(ctx, ctx.arguments["x"], ctx.const(0, dtype=ctx.output_dtype(), name="zero"))
 
 
 @op_converter("ones_like", opset=13)
-def convert_ones_like(ctx):
+def convert_ones_like(ctx: ConversionContext) -> ConverterResult:
     """Ones of the output dtype expanded to the input's shape."""
     return _filled_like(ctx, ctx.arguments["x"], ctx.const(1, dtype=ctx.output_dtype(), name="one"))
 
 
 @op_converter("full_like", opset=13)
-def convert_full_like(ctx):
+def convert_full_like(ctx: ConversionContext) -> ConverterResult:
     """``fill_value`` (a number or a tensor) in the output dtype expanded to the input's shape."""
     args = ctx.arguments
     return _filled_like(ctx, args["x"], ctx.tensor(args["fill_value"], ctx.output_dtype()))

@@ -1,12 +1,19 @@
 """Converters of the indexing, gathering and searching ops of ``keras.ops.numpy``: ``x[key]``, take, searchsorted."""
-import numpy as np
+from __future__ import annotations
 
-from kgraph import KerasTensor
-from kgraph.graph.keras_tensor import shape_of
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from export.builder import onnx_dtype
 from export.converters.ops.common import INT64_MAX, INT64_MIN, common_dtype, flatten, int64, operand
 from export.registry import op_converter, unexportable
+from kgraph import KerasTensor
+from kgraph.graph.keras_tensor import shape_of
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 _DATA_DEPENDENT = "its output shape depends on the input's values (it runs eagerly only)"
 for _name in ("nonzero", "unique", "bincount"):
@@ -82,7 +89,7 @@ def _gather_index(ctx, items):
 
 
 @op_converter("getitem", opset=13)
-def convert_getitem(ctx):
+def convert_getitem(ctx: ConversionContext) -> ConverterResult:
     """One Slice for the slices and ints, a Gather for an integer array (or a lone int), Squeeze, Unsqueeze."""
     x = operand(ctx, ctx.arguments["x"])
     items = _expanded(ctx, ctx.arguments["key"])
@@ -125,7 +132,7 @@ def convert_getitem(ctx):
 
 
 @op_converter("take", opset=13)
-def convert_take(ctx):
+def convert_take(ctx: ConversionContext) -> ConverterResult:
     """Gather at ``indices`` (as int64) along ``axis``, of the flattened input when None."""
     args = ctx.arguments
     x, indices = operand(ctx, args["x"]), operand(ctx, args["indices"], "int64")
@@ -146,7 +153,7 @@ def _broadcast_like(ctx, name, shape, other, other_name, axis):
 
 
 @op_converter("take_along_axis", opset=13)
-def convert_take_along_axis(ctx):
+def convert_take_along_axis(ctx: ConversionContext) -> ConverterResult:
     """GatherElements along ``axis``, the other axes broadcast first as NumPy does (flattened input when None)."""
     args = ctx.arguments
     x, indices = operand(ctx, args["x"]), operand(ctx, args["indices"], "int64")
@@ -176,19 +183,19 @@ def _search(ctx, sequence, values, strict):
 
 
 @op_converter("searchsorted", opset=13)
-def convert_searchsorted(ctx):
+def convert_searchsorted(ctx: ConversionContext) -> ConverterResult:
     """Counts of sequence elements below each value (``side="right"``: not above it)."""
     return _search(ctx, "sorted_sequence", "values", ctx.arguments["side"] == "left")
 
 
 @op_converter("digitize", opset=13)
-def convert_digitize(ctx):
+def convert_digitize(ctx: ConversionContext) -> ConverterResult:
     """Counts of (increasing) bin edges not above each value."""
     return _search(ctx, "bins", "x", strict=False)
 
 
 @op_converter("isin", opset=13)
-def convert_isin(ctx):
+def convert_isin(ctx: ConversionContext) -> ConverterResult:
     """Any Equal between each element and the flattened ``x2`` (negated for ``invert``)."""
     args = ctx.arguments
     dtype = common_dtype(args["x1"], args["x2"])

@@ -1,8 +1,16 @@
 """Converters of the comparisons, logical and bitwise ops, value tests and ``where`` of ``keras.ops.numpy``."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from export.builder import Value
 from export.converters.ops.common import common_dtype, elementwise, elementwise_layout, is_float, operand
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(["select"])
 
@@ -44,7 +52,7 @@ for _name, _op_type in {"logical_and": "And", "logical_or": "Or", "logical_xor":
 
 
 @op_converter("logical_not", opset=13)
-def convert_logical_not(ctx):
+def convert_logical_not(ctx: ConversionContext) -> ConverterResult:
     """Not of the input as booleans."""
     return Value(ctx.op("Not", [ctx.input(0, layout=None, dtype="bool")]), ctx.layout(0))
 
@@ -61,7 +69,7 @@ for _name, _op_type in {"bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", 
     op_converter(_name, opset=18)(_bitwise(_op_type))
 
 
-def convert_bitwise_not(ctx):
+def convert_bitwise_not(ctx: ConversionContext) -> ConverterResult:
     """BitwiseNot of the input (opset 18); Not for booleans."""
     x = ctx.input(0, layout=None)
     return Value(ctx.op("Not" if ctx.input_dtype() == "bool" else "BitwiseNot", [x]), ctx.layout(0))
@@ -72,7 +80,7 @@ op_converter("bitwise_invert", opset=18)(convert_bitwise_not)
 
 
 @op_converter("isnan", opset=13)
-def convert_isnan(ctx):
+def convert_isnan(ctx: ConversionContext) -> ConverterResult:
     """IsNaN of a float input; an integer input is never NaN."""
     x = ctx.input(0, layout=None)
     if is_float(ctx.input_dtype()):
@@ -81,7 +89,7 @@ def convert_isnan(ctx):
 
 
 @op_converter("isfinite", opset=13)
-def convert_isfinite(ctx):
+def convert_isfinite(ctx: ConversionContext) -> ConverterResult:
     """Neither NaN nor infinite; an integer input is always finite."""
     x = ctx.input(0, layout=None)
     if is_float(ctx.input_dtype()):
@@ -109,7 +117,7 @@ op_converter("isneginf", opset=13)(_infinity(False, True))
 
 
 @op_converter("signbit", opset=13)
-def convert_signbit(ctx):
+def convert_signbit(ctx: ConversionContext) -> ConverterResult:
     """``x < 0``, or ``1 / x < 0`` for zeros (so -0.0 counts, as NumPy's sign bit)."""
     dtype = ctx.input_dtype()
     x = ctx.input(0, layout=None)
@@ -136,14 +144,14 @@ def _isclose(ctx):
 
 
 @op_converter("isclose", opset=13)
-def convert_isclose(ctx):
+def convert_isclose(ctx: ConversionContext) -> ConverterResult:
     """``|x1 - x2| <= atol + rtol * |x2|`` (or equal), NaNs equal when asked."""
     close, layout = _isclose(ctx)
     return Value(close, layout)
 
 
 @op_converter("allclose", opset=13)
-def convert_allclose(ctx):
+def convert_allclose(ctx: ConversionContext) -> ConverterResult:
     """``isclose`` everywhere: the minimum of the answers as integers."""
     close, _ = _isclose(ctx)
     smallest = ctx.op("ReduceMin", [ctx.op("Cast", [close], to=6)], keepdims=0)
@@ -151,7 +159,7 @@ def convert_allclose(ctx):
 
 
 @op_converter("where", opset=13)
-def convert_where(ctx):
+def convert_where(ctx: ConversionContext) -> ConverterResult:
     """Where of the condition as booleans over both branches cast to the output dtype."""
     args = ctx.arguments
     if args["x1"] is None and args["x2"] is None:

@@ -1,5 +1,8 @@
 """Converters of the elementwise arithmetic of ``keras.ops.numpy``: operators, powers, logs, trigonometry, rounding."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -7,6 +10,10 @@ from export.builder import Value, onnx_dtype
 from export.converters.ops.common import elementwise, elementwise_layout, is_float, operand, rank_of
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterFn, ConverterResult
 
 register_composites(["log2", "log10", "exp2", "cbrt", "deg2rad", "rad2deg", "fabs", "hypot", "logaddexp",
                      "logaddexp2", "sinc", "divide_no_nan", "ldexp", "fmax", "fmin", "nan_to_num"])
@@ -36,7 +43,7 @@ def _unary_input(ctx, dtype=None):
     return ctx.input(0, layout=None, dtype=dtype or ctx.output_dtype())
 
 
-def unary(*op_types, float32_only=False):
+def unary(*op_types: str, float32_only: bool = False) -> ConverterFn:
     """A converter applying the chain ``op_types`` to the input cast to the output dtype, keeping its layout."""
     # float32_only: onnxruntime has float32 kernels only (Erf); other dtypes compute in float32.
     def convert(ctx):
@@ -75,7 +82,7 @@ op_converter("ceil", opset=13)(_integer_preserving("Ceil"))
 
 
 @op_converter("trunc", opset=13)
-def convert_trunc(ctx):
+def convert_trunc(ctx: ConversionContext) -> ConverterResult:
     """Floor of non-negative floats, Ceil of negative ones; integers as they are."""
     x = ctx.input(0, layout=None, dtype=ctx.output_dtype())
     if is_float(ctx.output_dtype()):
@@ -85,7 +92,7 @@ def convert_trunc(ctx):
 
 
 @op_converter("round", opset=13)
-def convert_round(ctx):
+def convert_round(ctx: ConversionContext) -> ConverterResult:
     """Round half to even, at ``decimals`` places by scaling as NumPy does; integers with decimals >= 0 unchanged."""
     decimals = int(ctx.arguments["decimals"])
     dtype = np.dtype(ctx.output_dtype())
@@ -105,14 +112,14 @@ def convert_round(ctx):
 
 
 @op_converter("square", opset=13)
-def convert_square(ctx):
+def convert_square(ctx: ConversionContext) -> ConverterResult:
     """``x * x``."""
     x = _unary_input(ctx)
     return Value(ctx.op("Mul", [x, x]), ctx.layout(0))
 
 
 @op_converter("expm1", opset=13)
-def convert_expm1(ctx):
+def convert_expm1(ctx: ConversionContext) -> ConverterResult:
     """``exp(x) - 1`` (absolute error of float rounding near 0, as ONNX has no Expm1)."""
     x = _unary_input(ctx)
     return Value(ctx.op("Sub", [ctx.op("Exp", [x]), ctx.const(1, dtype=ctx.output_dtype(), name="one")]),
@@ -120,7 +127,7 @@ def convert_expm1(ctx):
 
 
 @op_converter("log1p", opset=13)
-def convert_log1p(ctx):
+def convert_log1p(ctx: ConversionContext) -> ConverterResult:
     """``log(1 + x)`` (absolute error of float rounding near 0, as ONNX has no Log1p)."""
     x = _unary_input(ctx)
     return Value(ctx.op("Log", [ctx.op("Add", [x, ctx.const(1, dtype=ctx.output_dtype(), name="one")])]),
@@ -128,7 +135,7 @@ def convert_log1p(ctx):
 
 
 @op_converter("floor_divide", opset=13)
-def convert_floor_divide(ctx):
+def convert_floor_divide(ctx: ConversionContext) -> ConverterResult:
     """``x1 // x2``: Floor(Div) on floats; on integers ``(x1 - x1 mod x2) / x2``, exact where Div truncates."""
     args = ctx.arguments
     layout = elementwise_layout(ctx, [args["x1"], args["x2"]])
@@ -140,7 +147,7 @@ def convert_floor_divide(ctx):
 
 
 @op_converter("mod", opset=13)
-def convert_mod(ctx):
+def convert_mod(ctx: ConversionContext) -> ConverterResult:
     """``x1 % x2`` with the divisor's sign: Mod on integers; on floats fmod moved by ``x2`` where signs differ."""
     args = ctx.arguments
     layout = elementwise_layout(ctx, [args["x1"], args["x2"]])
@@ -155,7 +162,7 @@ def convert_mod(ctx):
 
 
 @op_converter("fmod", opset=13)
-def convert_fmod(ctx):
+def convert_fmod(ctx: ConversionContext) -> ConverterResult:
     """Mod with fmod=1 (the dividend's sign), as C's fmod; integers too."""
     args = ctx.arguments
     layout = elementwise_layout(ctx, [args["x1"], args["x2"]])
@@ -164,7 +171,7 @@ def convert_fmod(ctx):
 
 
 @op_converter("arctan2", opset=13)
-def convert_arctan2(ctx):
+def convert_arctan2(ctx: ConversionContext) -> ConverterResult:
     """Atan of ``x1 / x2`` moved by pi (with the sign of ``x1``) where ``x2 < 0``; 0 at the origin as NumPy."""
     args = ctx.arguments
     layout = elementwise_layout(ctx, [args["x1"], args["x2"]])
@@ -180,7 +187,7 @@ def convert_arctan2(ctx):
 
 
 @op_converter("heaviside", opset=13)
-def convert_heaviside(ctx):
+def convert_heaviside(ctx: ConversionContext) -> ConverterResult:
     """0 below zero, ``x2`` at zero, 1 above."""
     args = ctx.arguments
     layout = elementwise_layout(ctx, [args["x1"], args["x2"]])
@@ -192,7 +199,7 @@ def convert_heaviside(ctx):
 
 
 @op_converter("clip", opset=13)
-def convert_clip(ctx):
+def convert_clip(ctx: ConversionContext) -> ConverterResult:
     """Clip with scalar bounds; Max then Min (NumPy's order: ``x_max`` wins) for tensor or array bounds."""
     args = ctx.arguments
     values = [args["x"], args["x_min"], args["x_max"]]

@@ -1,15 +1,22 @@
 """Converters of the matrix and tensor products of ``keras.ops.numpy``: matmul, einsum, slogdet; the rest by tracing."""
+from __future__ import annotations
+
 import string
+from typing import TYPE_CHECKING
 
 from export.converters.ops.common import int64
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter
 
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
+
 register_composites(["tensordot", "dot", "inner", "outer", "vdot", "kron", "cross", "correlate"])
 
 
 @op_converter("matmul", opset=13)
-def convert_matmul(ctx):
+def convert_matmul(ctx: ConversionContext) -> ConverterResult:
     """MatMul (NumPy's matmul semantics, 1-D operands included) of both operands cast to the output dtype."""
     args = ctx.arguments
     dtype = ctx.output_dtype()
@@ -68,7 +75,7 @@ def _as_matmul(ctx, equation, names):
 
 
 @op_converter("einsum", opset=13)
-def convert_einsum(ctx):
+def convert_einsum(ctx: ConversionContext) -> ConverterResult:
     """A (batched) matrix product as MatMul; otherwise ONNX Einsum with NumPy's equation, output made explicit."""
     args = ctx.arguments
     try:
@@ -80,7 +87,7 @@ def convert_einsum(ctx):
 
 
 @op_converter("slogdet", opset=13)
-def convert_slogdet(ctx):
+def convert_slogdet(ctx: ConversionContext) -> ConverterResult:
     """Sign and log of the absolute value of Det (it overflows where NumPy's LU-based form would not)."""
     d = ctx.op("Det", [ctx.input(0, dtype=ctx.output_dtype())])
     return [ctx.op("Sign", [d]), ctx.op("Log", [ctx.op("Abs", [d])])]

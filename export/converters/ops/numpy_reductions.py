@@ -1,10 +1,18 @@
 """Converters of the reductions, sorting and order statistics of ``keras.ops.numpy``."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from export.builder import onnx_dtype
 from export.converters.ops.common import axes_of, flatten, int64, is_float, operand, reduce
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(["amax", "amin", "ptp", "average", "diff", "quantile", "percentile", "median", "nansum",
                      "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nancumsum", "trapezoid",
@@ -17,7 +25,7 @@ for _name in ("nanquantile", "nanpercentile", "nanmedian"):
     unexportable(_name, "the count of non-NaN values varies per row, so the interpolated positions depend on values")
 
 
-def reduce_axes(ctx):
+def reduce_axes(ctx: ConversionContext) -> tuple[str, list[int] | None, bool]:
     """The call's input (cast to the output dtype), its reduced axes (None: all) and keepdims."""
     args = ctx.arguments
     x = operand(ctx, args["x"], ctx.output_dtype())
@@ -46,13 +54,13 @@ def _variance(ctx, x, axes, keepdims):
 
 
 @op_converter("var", opset=13)
-def convert_var(ctx):
+def convert_var(ctx: ConversionContext) -> ConverterResult:
     """Mean of squared deviations over ``axis``."""
     return _variance(ctx, *reduce_axes(ctx))
 
 
 @op_converter("std", opset=13)
-def convert_std(ctx):
+def convert_std(ctx: ConversionContext) -> ConverterResult:
     """Square root of the population variance over ``axis``."""
     return ctx.op("Sqrt", [_variance(ctx, *reduce_axes(ctx))])
 
@@ -98,7 +106,7 @@ op_converter("any", opset=13)(_truth_reduction("ReduceSum"))
 
 
 @op_converter("cumsum", opset=13)
-def convert_cumsum(ctx):
+def convert_cumsum(ctx: ConversionContext) -> ConverterResult:
     """CumSum along ``axis`` (of the flattened input when None) in the output dtype."""
     args = ctx.arguments
     x = operand(ctx, args["x"], ctx.output_dtype())
@@ -109,7 +117,7 @@ def convert_cumsum(ctx):
     return ctx.op("CumSum", [x, ctx.const(np.array(axis, dtype=np.int64), name="axis")])
 
 
-def top_k(ctx, x, axis, k, largest):
+def top_k(ctx: ConversionContext, x: str, axis: int, k: int, largest: bool) -> list[str]:
     """TopK's (values, indices) of ``x`` along ``axis``: the ``k`` largest (or smallest), sorted."""
     return ctx.op("TopK", [x, ctx.const(int64([k]), name="k")], outputs=2, axis=axis, largest=int(largest), sorted=1)
 
@@ -122,7 +130,7 @@ def _axis_size(ctx, axis, rank):
 
 
 @op_converter("sort", opset=13)
-def convert_sort(ctx):
+def convert_sort(ctx: ConversionContext) -> ConverterResult:
     """TopK of all the axis's elements, smallest first."""
     axis, rank = ctx.arguments["axis"], ctx.input_rank(0)
     x = ctx.input(0)
@@ -132,7 +140,7 @@ def convert_sort(ctx):
 
 
 @op_converter("argsort", opset=13)
-def convert_argsort(ctx):
+def convert_argsort(ctx: ConversionContext) -> ConverterResult:
     """TopK's indices (smallest first) as int32."""
     axis, rank = ctx.arguments["axis"], ctx.input_rank(0)
     if axis is None:
@@ -142,7 +150,7 @@ def convert_argsort(ctx):
 
 
 @op_converter("count_nonzero", opset=13)
-def convert_count_nonzero(ctx):
+def convert_count_nonzero(ctx: ConversionContext) -> ConverterResult:
     """ReduceSum of ``x != 0`` as int32."""
     rank = ctx.input_rank(0)
     axis = ctx.arguments["axis"]

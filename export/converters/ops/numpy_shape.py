@@ -1,9 +1,17 @@
 """Converters of the shape, joining and splitting ops of ``keras.ops.numpy``; the rest by tracing."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from export.converters.ops.common import INT64_MAX, INT64_MIN, axes_of, flatten, int64, operand, reshape
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 register_composites(["hstack", "vstack", "dstack", "append", "array_split", "hsplit", "vsplit", "dsplit", "fliplr",
                      "flipud", "rot90", "tril", "triu", "diagonal", "trace", "diag", "diagflat", "rearrange"])
@@ -18,26 +26,26 @@ def _x(ctx):
 
 
 @op_converter("reshape", opset=13)
-def convert_reshape(ctx):
+def convert_reshape(ctx: ConversionContext) -> ConverterResult:
     """Reshape to the output's shape, sizes written out and an unknown one as -1 (a 0-row batch reshapes)."""
     return reshape(ctx, _x(ctx), ctx.output_shape())
 
 
 @op_converter("ravel", opset=13)
-def convert_ravel(ctx):
+def convert_ravel(ctx: ConversionContext) -> ConverterResult:
     """Reshape to one dimension."""
     return flatten(ctx, _x(ctx))
 
 
 @op_converter("expand_dims", opset=13)
-def convert_expand_dims(ctx):
+def convert_expand_dims(ctx: ConversionContext) -> ConverterResult:
     """Unsqueeze at ``axis`` (positions in the output, as NumPy counts them)."""
     axes = axes_of(ctx.arguments["axis"], ctx.output_rank())
     return ctx.op("Unsqueeze", [_x(ctx), ctx.const(int64(axes), name="axes")]) if axes else _x(ctx)
 
 
 @op_converter("squeeze", opset=13)
-def convert_squeeze(ctx):
+def convert_squeeze(ctx: ConversionContext) -> ConverterResult:
     """Squeeze the axes named, or (axis None) those of known size 1; no node when there are none."""
     axis, shape = ctx.arguments["axis"], ctx.input_shape()
     axes = [a for a, d in enumerate(shape) if d == 1] if axis is None else axes_of(axis, len(shape))
@@ -54,14 +62,14 @@ def _transpose(ctx, perm):
 
 
 @op_converter("transpose", opset=13)
-def convert_transpose(ctx):
+def convert_transpose(ctx: ConversionContext) -> ConverterResult:
     """Transpose by ``axes`` (reversed when None)."""
     axes, rank = ctx.arguments["axes"], ctx.input_rank()
     return _transpose(ctx, range(rank)[::-1] if axes is None else [a % rank for a in axes])
 
 
 @op_converter("swapaxes", opset=13)
-def convert_swapaxes(ctx):
+def convert_swapaxes(ctx: ConversionContext) -> ConverterResult:
     """Transpose exchanging two axes."""
     args, rank = ctx.arguments, ctx.input_rank()
     perm = list(range(rank))
@@ -71,7 +79,7 @@ def convert_swapaxes(ctx):
 
 
 @op_converter("moveaxis", opset=13)
-def convert_moveaxis(ctx):
+def convert_moveaxis(ctx: ConversionContext) -> ConverterResult:
     """Transpose moving ``source`` axes to ``destination`` positions (NumPy's order for the others)."""
     args, rank = ctx.arguments, ctx.input_rank()
     listed = lambda v: [int(a) % rank for a in (v if isinstance(v, (tuple, list)) else [v])]  # noqa: E731
@@ -83,13 +91,13 @@ def convert_moveaxis(ctx):
 
 
 @op_converter("broadcast_to", opset=13)
-def convert_broadcast_to(ctx):
+def convert_broadcast_to(ctx: ConversionContext) -> ConverterResult:
     """Expand to the constant ``shape``."""
     return ctx.op("Expand", [_x(ctx), ctx.const(int64(ctx.arguments["shape"]), name="shape")])
 
 
 @op_converter("flip", opset=13)
-def convert_flip(ctx):
+def convert_flip(ctx: ConversionContext) -> ConverterResult:
     """One Slice with step -1 over ``axis`` (all axes when None), from the last element to before the first."""
     axes = axes_of(ctx.arguments["axis"], ctx.input_rank())
     n = len(axes)
@@ -123,7 +131,7 @@ def _roll_axis(ctx, x, shift, axis, size):
 
 
 @op_converter("roll", opset=13)
-def convert_roll(ctx):
+def convert_roll(ctx: ConversionContext) -> ConverterResult:
     """Roll by ``shift`` along each of ``axis`` (the flattened input when None, reshaped back)."""
     args = ctx.arguments
     x, shape = _x(ctx), ctx.input_shape()
@@ -142,7 +150,7 @@ def convert_roll(ctx):
 
 
 @op_converter("concatenate", opset=13)
-def convert_concatenate(ctx):
+def convert_concatenate(ctx: ConversionContext) -> ConverterResult:
     """Concat of the operands cast to the output dtype (flattened first when axis is None)."""
     args = ctx.arguments
     xs = [operand(ctx, x, ctx.output_dtype()) for x in args["xs"]]
@@ -152,7 +160,7 @@ def convert_concatenate(ctx):
 
 
 @op_converter("stack", opset=13)
-def convert_stack(ctx):
+def convert_stack(ctx: ConversionContext) -> ConverterResult:
     """Each operand unsqueezed at ``axis``, then one Concat."""
     args = ctx.arguments
     axis = int(args["axis"]) % ctx.output_rank()
@@ -162,7 +170,7 @@ def convert_stack(ctx):
 
 
 @op_converter("split", opset=13)
-def convert_split(ctx):
+def convert_split(ctx: ConversionContext) -> ConverterResult:
     """One Split with the sizes written out; Slices where the axis size is unknown (split at indices)."""
     args = ctx.arguments
     axis = int(args["axis"]) % ctx.input_rank()
@@ -178,7 +186,7 @@ def convert_split(ctx):
 
 
 @op_converter("tile", opset=13)
-def convert_tile(ctx):
+def convert_tile(ctx: ConversionContext) -> ConverterResult:
     """Tile, the input first given leading size-1 axes when ``repeats`` is longer than its rank."""
     rank = ctx.input_rank()
     reps = [int(r) for r in np.atleast_1d(ctx.arguments["repeats"])]
@@ -190,7 +198,7 @@ def convert_tile(ctx):
 
 
 @op_converter("repeat", opset=13)
-def convert_repeat(ctx):
+def convert_repeat(ctx: ConversionContext) -> ConverterResult:
     """Repeat each element: one Gather for an axis of known size, else Unsqueeze, Tile and a Reshape."""
     args = ctx.arguments
     x, rank = _x(ctx), ctx.input_rank()
@@ -238,12 +246,12 @@ def _pad(ctx, modes):
 
 
 @op_converter("pad", opset=13)
-def convert_pad(ctx):
+def convert_pad(ctx: ConversionContext) -> ConverterResult:
     """Pad in constant, edge or reflect mode (NumPy's "symmetric" has no ONNX form)."""
     return _pad(ctx, _PAD_MODES)
 
 
 @op_converter("pad", opset=19)
-def convert_pad_19(ctx):
+def convert_pad_19(ctx: ConversionContext) -> ConverterResult:
     """Pad in constant, edge, reflect or wrap mode (wrap is new in opset 19)."""
     return _pad(ctx, dict(_PAD_MODES, wrap="wrap"))

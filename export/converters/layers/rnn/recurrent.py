@@ -1,12 +1,19 @@
 """Converters for SimpleRNN, LSTM, GRU and Bidirectional: one native ONNX LSTM or GRU node per layer."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from kgraph import layers
-
-from export.builder import Layout, NATIVE, Value
+from export.builder import NATIVE, Layout, Value
 from export.converters.activations import activation_name
 from export.converters.layers.rnn.simple_rnn import simple_rnn
 from export.registry import converter
+from kgraph import layers
+
+if TYPE_CHECKING:
+    from export.context import ConversionContext
+    from export.registry import ConverterResult
 
 # A SimpleRNN layer (also inside Bidirectional) becomes plain ops (see ``simple_rnn``: onnxruntime's RNN
 # kernel is slow on batches).
@@ -34,16 +41,16 @@ ACTIVATION_PARAMETERS = {
 class TimeMajorLayout(Layout):
     """Batch and time axes swapped: ``(time, batch, ...)``, what ONNX recurrent ops read and write."""
 
-    def perm(self, rank):
+    def perm(self, rank: int) -> tuple[int, ...]:
         return (1, 0) + tuple(range(2, rank)) if rank >= 2 else tuple(range(rank))
 
-    def normalize(self, rank):
+    def normalize(self, rank: int) -> Layout:
         return NATIVE if rank < 2 else self
 
-    def to_native(self, ctx, name, rank):
+    def to_native(self, ctx: ConversionContext, name: str, rank: int) -> str:
         return ctx.op("Transpose", [name], perm=list(self.perm(rank)), name="to_native")
 
-    def from_native(self, ctx, name, rank):
+    def from_native(self, ctx: ConversionContext, name: str, rank: int) -> str:
         return ctx.op("Transpose", [name], perm=list(self.perm(rank)), name="to_time_major")
 
     def __eq__(self, other):
@@ -232,7 +239,7 @@ def _states(ctx, outputs, all_states):
 @converter(layers.SimpleRNN, opset=13, rtol=RTOL, atol=ATOL)
 @converter(layers.LSTM, opset=13, rtol=RTOL, atol=ATOL)
 @converter(layers.GRU, opset=13, rtol=RTOL, atol=ATOL)
-def convert_recurrent(ctx):
+def convert_recurrent(ctx: ConversionContext) -> ConverterResult:
     """One LSTM/GRU node (``go_backwards``: ``direction="reverse"``, processing order); SimpleRNN as plain ops."""
     layer = ctx.layer
     x = ctx.input(0, TIME_MAJOR, dtype=layer.kernel.dtype)
@@ -301,7 +308,7 @@ def _one_direction(ctx, layer, sublayer, x, flip):
 
 
 @converter(layers.Bidirectional, opset=13, rtol=RTOL, atol=ATOL)
-def convert_bidirectional(ctx):
+def convert_bidirectional(ctx: ConversionContext) -> ConverterResult:
     """One ``direction="bidirectional"`` node when both layers agree, else one node per direction."""
     layer = ctx.layer
     forward, backward = layer.forward_layer, layer.backward_layer

@@ -1,10 +1,17 @@
 """SimpleRNN as plain ops: unrolled when the time axis is fixed and short, else one Scan loop."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from onnx import helper
 
 from export.builder import GraphBuilder, onnx_dtype
 from export.context import ConversionContext
 from export.converters.activations import emit_activation
+
+if TYPE_CHECKING:
+    from kgraph.layers.rnn.recurrent import SimpleRNN
 
 # onnxruntime's RNN kernel is fast for one sequence but slow for many. Measured with
 # ``benchmarks/export_quality.py --sections rnn`` (2 cores, µs per call, RNN node / Scan / unrolled): 8 steps
@@ -73,7 +80,7 @@ def _scan(ctx, layer, x, xw, dtype):
                   scan_input_directions=[int(layer.go_backwards)])
 
 
-def simple_rnn(ctx, layer, x):
+def simple_rnn(ctx: ConversionContext, layer: SimpleRNN, x: str) -> tuple[str | None, str]:
     """``(sequence or None, final state)`` of SimpleRNN ``layer`` on time-major ``x``; sequence time-major."""
     dtype = np.dtype(layer.kernel.dtype).name
     xw = _projected(ctx, layer, x)
