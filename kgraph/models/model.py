@@ -17,6 +17,12 @@ class Model(Trainer, Layer):
         return super().__new__(cls)
 
     def __init__(self, *args, **kwargs):
+        from kgraph.models.functional import Functional
+        if _functional_init_arguments(args, kwargs) and not isinstance(self, Functional):
+            # As Keras: a subclass called as `MyModel(inputs, outputs)` becomes a Functional subclass.
+            _inject_functional(type(self), Functional)
+            Functional.__init__(self, *args, **kwargs)
+            return
         trainable = kwargs.pop("trainable", True)
         name = kwargs.pop("name", None)
         if args or kwargs.keys() - {"dtype"}:
@@ -100,6 +106,22 @@ class Model(Trainer, Layer):
     def load_weights(self, filepath):
         from kgraph.saving import load_weights
         load_weights(self, filepath)
+
+
+def _functional_init_arguments(args, kwargs):
+    return len(args) == 2 or (len(args) == 1 and "outputs" in kwargs) or {"inputs", "outputs"} <= kwargs.keys()
+
+
+def _inject_functional(cls, functional):
+    """Rebase ``cls`` from Model onto Functional (as Keras's ``inject_functional_model_class``)."""
+    if cls is Model:
+        return functional
+    if not issubclass(cls, Model) or issubclass(cls, functional):
+        return cls
+    cls.__bases__ = tuple(_inject_functional(base, functional) for base in cls.__bases__)
+    # Layer's per-class facts (does `call` take `training`, `mask`...) now come from Functional's `call`.
+    super(cls, cls).__init_subclass__()
+    return cls
 
 
 def _check_input_signature(model, signature):

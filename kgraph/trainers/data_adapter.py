@@ -1,4 +1,4 @@
-"""Turning user data (arrays, lists, dicts) into aligned flat lists and batches for training."""
+"""Turning user data (arrays, lists, dicts) into arrays and batches for training, packed as Keras packs them."""
 from __future__ import annotations
 
 import os
@@ -32,6 +32,46 @@ def _as_array(x, what):
     if arr.dtype == object:
         raise TypeError(f"`{what}` must be numeric arrays. Received a value that NumPy reads as dtype=object.")
     return arr
+
+
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is an array (a NumPy array or another object with a shape and a dtype)."""
+    return isinstance(x, np.ndarray) or (hasattr(x, "shape") and hasattr(x, "dtype"))
+
+
+def as_arrays(data: Any, what: str, count: int | None = None) -> Any:
+    """``data`` with NumPy array leaves (memory maps kept); a list of numbers, not of arrays, is one array."""
+    # A list of `count` parts (one per model input or output) keeps its structure whatever its parts are.
+    if data is None or isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, dict):
+        return {k: as_arrays(v, what) for k, v in data.items()}
+    if isinstance(data, (list, tuple)) and data and (
+            (count is not None and count > 1 and len(data) == count)
+            or all(v is None or is_array(v) or isinstance(v, dict) for v in data)):
+        return type(data)(as_arrays(v, what) for v in data)
+    return _as_array(data, what)
+
+
+def unpack_x_y_sample_weight(data: Any) -> tuple[Any, Any, Any]:
+    """``(x, y, sample_weight)`` of one batch: a tuple (or list) of 1 to 3 parts, or ``x`` alone (Keras's)."""
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if not 1 <= len(data) <= 3:
+        raise ValueError("A batch must be `x`, or a tuple `(x,)`, `(x, y)` or `(x, y, sample_weight)`. "
+                         f"Received a tuple of length {len(data)}.")
+    return data + (None,) * (3 - len(data))
+
+
+def pack_x_y_sample_weight(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
+    """The batch a step receives, as Keras packs it: ``x`` (``(x,)`` for a list), ``(x, y)`` or all three."""
+    if y is None:
+        return (x,) if isinstance(x, (list, tuple)) else x
+    if sample_weight is None:
+        return (x, y)
+    return (x, y, sample_weight)
 
 
 def flatten_by_names(data: ArrayData | None, names: Sequence[str], what: str) -> FlatArrays | None:

@@ -6,6 +6,7 @@ import itertools
 import warnings
 from typing import TYPE_CHECKING
 
+from kgraph import tree
 from kgraph.random import generator
 from kgraph.trainers import data_adapter as data
 from kgraph.trainers.py_dataset import OrderedEnqueuer, PyDataset
@@ -14,13 +15,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, TypeAlias, TypeGuard
 
-    from kgraph.trainers.data_adapter import ArrayData, FlatArrays, Shuffle
+    from kgraph.trainers.data_adapter import ArrayData, Shuffle
 
-    # One batch as a generator or a PyDataset yields it: `x`, `(x,)`, `(x, y)` or `(x, y, sample_weight)`.
+    # One batch as a generator or a PyDataset yields it, and as a step receives it (arrays, packed as
+    # Keras packs them): `x`, `(x,)`, `(x, y)` or `(x, y, sample_weight)`.
     Batch: TypeAlias = (ArrayData | tuple[ArrayData] | tuple[ArrayData, ArrayData | None]
                         | tuple[ArrayData, ArrayData | None, ArrayData | None])
-    # A batch matched to the model: `(xs, ys, sample_weights)`, one array per input / output.
-    PreparedBatch: TypeAlias = tuple[FlatArrays, FlatArrays | None, FlatArrays | None]
+    # All the data of arrays: `(x, y, sample_weight)`, each an array, a list or a dict of arrays, or None.
+    ArrayParts: TypeAlias = tuple[ArrayData, ArrayData | None, ArrayData | None]
     # The `x` of fit / evaluate / predict: arrays, a PyDataset, or a generator or iterator of batches.
     DataSource: TypeAlias = ArrayData | PyDataset | Iterator[Batch]
 
@@ -34,31 +36,21 @@ def source_kind(x: PyDataset | Iterator[Any]) -> str:
     return "PyDataset" if isinstance(x, PyDataset) else "Python generator"
 
 
-def unpack_batch(batch: Batch) -> tuple[ArrayData, ArrayData | None, ArrayData | None]:
-    """``(x, y, sample_weight)`` of one yielded batch: a tuple (or list) of 1 to 3 parts, or ``x`` alone."""
-    if isinstance(batch, list):
-        batch = tuple(batch)
-    if not isinstance(batch, tuple):
-        return batch, None, None
-    if not 1 <= len(batch) <= 3:
-        raise ValueError("A batch must be `x`, or a tuple `(x,)`, `(x, y)` or `(x, y, sample_weight)`. "
-                         f"Received a tuple of length {len(batch)}.")
-    return batch + (None,) * (3 - len(batch))
-
-
 class ArrayAdapter:
-    """Batches of in-memory (or memory-mapped) arrays already matched to the model's inputs and outputs."""
+    """Batches of in-memory (or memory-mapped) arrays ``(x, y, sample_weight)``, each part as the user shaped it."""
 
-    def __init__(self, arrays: PreparedBatch, batch_size: int, shuffle: Shuffle) -> None:
+    def __init__(self, arrays: ArrayParts, batch_size: int, shuffle: Shuffle) -> None:
         self.arrays = arrays
-        self.size = len(arrays[0][0])
+        self._leaves = tree.flatten(arrays)
+        self.size = len(next(a for a in self._leaves if a is not None))
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.num_batches = -(-self.size // batch_size)
 
-    def new_pass(self) -> Iterator[PreparedBatch]:
+    def new_pass(self) -> Iterator[Batch]:
         for index in data.batches(self.size, self.batch_size, self.shuffle):
-            yield tuple(data.take(group, index) if group else group for group in self.arrays)
+            parts = tree.pack_sequence_as(self.arrays, data.take(self._leaves, index))
+            yield data.pack_x_y_sample_weight(*parts)
 
     def end_pass(self) -> None:
         """Nothing to do between passes over arrays."""
@@ -70,14 +62,14 @@ class ArrayAdapter:
 class PyDatasetAdapter:
     """Batches of a PyDataset in index order (or a shuffled batch order), prefetched by its workers."""
 
-    def __init__(self, dataset: PyDataset, shuffle: Shuffle, standardize: Callable[[Batch], PreparedBatch]) -> None:
+    def __init__(self, dataset: PyDataset, shuffle: Shuffle, standardize: Callable[[Batch], Batch]) -> None:
         self.dataset = dataset
         self.shuffle = shuffle
         self.standardize = standardize
         self.num_batches = dataset.num_batches
         self.enqueuer = OrderedEnqueuer(dataset)
 
-    def new_pass(self) -> Iterator[PreparedBatch]:
+    def new_pass(self) -> Iterator[Batch]:
         self.dataset.on_epoch_begin()
         n = self.num_batches
         if n is None:
@@ -99,11 +91,11 @@ class GeneratorAdapter:
 
     num_batches = None
 
-    def __init__(self, iterator: Iterator[Batch], standardize: Callable[[Batch], PreparedBatch]) -> None:
+    def __init__(self, iterator: Iterator[Batch], standardize: Callable[[Batch], Batch]) -> None:
         self.iterator = iterator
         self.standardize = standardize
 
-    def new_pass(self) -> Iterator[PreparedBatch]:
+    def new_pass(self) -> Iterator[Batch]:
         for batch in self.iterator:
             yield self.standardize(batch)
 
@@ -140,8 +132,8 @@ class EpochIterator:
         self._pass = None
         self._used_up = False
 
-    def epoch(self) -> Iterator[PreparedBatch] | None:
-        """An iterator over the next epoch's batches ``(xs, ys, sample_weights)``, or None when none are left."""
+    def epoch(self) -> Iterator[Batch] | None:
+        """An iterator over the next epoch's batches (packed as Keras packs them), or None when none are left."""
         if self._used_up and self.steps is None:
             raise ValueError(
                 f"The Python generator passed as `{self.what}` has no more batches: without `{self.steps_name}`, "

@@ -1,13 +1,24 @@
-"""Trainer: compile / fit / evaluate / predict and the *_on_batch methods of Model."""
+"""Trainer: compile / fit / evaluate / predict and the *_on_batch methods of Model, with Keras 3's contracts.
+
+fit / evaluate / predict call ``train_step`` / ``test_step`` / ``predict_step`` on each batch, packed as Keras
+packs it (``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``), each part in the structure the user gave.
+The default steps compute the loss with ``compute_loss`` and the metrics with ``compute_metrics``; a subclass
+may override any of them, and write its own step with ``kgraph.GradientTape`` and ``self.optimizer.apply``.
+"""
 from __future__ import annotations
 
 import functools
+import inspect
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kgraph import tree
+from kgraph import backend, ops, tree
+from kgraph import metrics as metrics_module
+from kgraph.backend.autodiff import GradientTape
 from kgraph.trainers import data_adapter as data
+from kgraph.trainers.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from kgraph.trainers.epoch_iterator import (
     ArrayAdapter,
     EpochIterator,
@@ -15,7 +26,6 @@ from kgraph.trainers.epoch_iterator import (
     PyDatasetAdapter,
     is_batch_source,
     source_kind,
-    unpack_batch,
 )
 from kgraph.trainers.py_dataset import PyDataset
 
@@ -28,13 +38,13 @@ if TYPE_CHECKING:
     from kgraph.metrics.metric import Metric
     from kgraph.optimizers.optimizer import Optimizer
     from kgraph.trainers.compile_utils import Logs, LossArg, LossWeights, MetricsArg
-    from kgraph.trainers.data_adapter import ArrayData, FlatArrays, Shuffle
-    from kgraph.trainers.epoch_iterator import Batch, DataSource
+    from kgraph.trainers.data_adapter import ArrayData, Shuffle
+    from kgraph.trainers.epoch_iterator import ArrayParts, Batch, DataSource
 
     # fit's `validation_data`: `(x_val, y_val)`, `(x_val, y_val, val_sample_weight)`, a PyDataset or a generator.
     ValidationData: TypeAlias = (tuple[ArrayData, ArrayData] | tuple[ArrayData, ArrayData, ArrayData | None]
                                  | PyDataset | Iterator[Batch])
-    # evaluate / train_on_batch / test_on_batch: one value, a list in `metrics_names` order, or a dict by name.
+    # evaluate / train_on_batch / test_on_batch: one value, a list in `metrics` order, or a dict by name.
     Results: TypeAlias = float | np.ndarray | list[float | np.ndarray] | dict[str, float | np.ndarray]
     # predict: arrays in the structure of the model's outputs.
     NestedArrays: TypeAlias = (np.ndarray | list["NestedArrays"] | tuple["NestedArrays", ...]
@@ -47,51 +57,74 @@ class Trainer:
     def __init__(self) -> None:
         self.optimizer = None
         self.compiled = False
+        self.loss = None
         self.stop_training = False
+        self.stop_evaluating = False
+        self.stop_predicting = False
         self.history = None
         self._compile_config = None
-        self._compiled = None
+        self._compile_loss = None
+        self._compile_metrics = None
+        self._loss_tracker = None
 
     # ----- compile ------------------------------------------------------------
     def compile(self, optimizer: str | Optimizer | dict[str, Any] = "rmsprop", loss: LossArg | None = None,
                 loss_weights: LossWeights | None = None, metrics: MetricsArg | None = None,
-                weighted_metrics: MetricsArg | None = None, run_eagerly: bool | None = None,
-                steps_per_execution: int = 1, jit_compile: bool | Literal["auto"] | None = None,
-                auto_scale_loss: bool | None = None) -> None:
-        """Configure the optimizer, the loss(es) and the metrics."""
+                weighted_metrics: MetricsArg | None = None, run_eagerly: bool = False,
+                steps_per_execution: int = 1, jit_compile: bool | Literal["auto"] = "auto",
+                auto_scale_loss: bool = True) -> None:
+        """Configure the optimizer, loss(es) and metrics; with no loss, `add_loss` terms or `compute_loss` train."""
         from kgraph import optimizers
-        from kgraph.trainers.compile_utils import CompiledLossesAndMetrics
+        from kgraph.trainers.compile_utils import CompileLoss, CompileMetrics
         self.optimizer = optimizers.get(optimizer)
-        self._compiled = CompiledLossesAndMetrics(self._output_names(), loss, loss_weights, metrics)
-        self._compile_config = {"loss": loss, "loss_weights": loss_weights, "metrics": metrics}
+        output_names = self._known_output_names()
+        self._compile_loss = CompileLoss(loss, loss_weights, output_names) if loss is not None else None
+        self._compile_metrics = None
+        if metrics is not None or weighted_metrics is not None:
+            self._compile_metrics = CompileMetrics(metrics, weighted_metrics, output_names, self._compile_loss)
+        self.loss = loss
+        self._loss_tracker = metrics_module.Mean(name="loss")
+        self.run_eagerly, self.jit_compile, self.steps_per_execution = run_eagerly, jit_compile, steps_per_execution
+        self._compile_config = {"loss": loss, "loss_weights": loss_weights, "metrics": metrics,
+                                "weighted_metrics": weighted_metrics}
         self.compiled = True
         self.stop_training = False
 
-    def _output_names(self):
-        names = getattr(self, "output_names", None)
-        return list(names) if names else ["output"]
+    def _known_output_names(self):
+        """The output names of a graph model (None for a subclassed model: its outputs are seen at first use)."""
+        try:
+            names = getattr(self, "output_names", None)
+        except ValueError:  # a Sequential with no layers yet
+            return None
+        return list(names) if names else None
 
-    def _input_names(self):
-        struct = getattr(self, "_inputs_struct", None)
-        if isinstance(struct, dict):
-            return sorted(struct)
-        names = getattr(self, "input_names", None)
-        return list(names) if names else ["input"]
-
-    def _x_names(self, x):
-        """The input names to match ``x`` against; a subclassed model takes a list of arrays as it comes."""
-        names = self._input_names()
-        if names == ["input"] and isinstance(x, (list, tuple)) and len(x) > 1:
-            return [f"input_{i}" for i in range(len(x))]
-        return names
+    def _graph_outputs(self):
+        """The KerasTensors of a Functional or built Sequential model's outputs, else None."""
+        outputs = getattr(self, "_outputs_struct", None)
+        if outputs is None and getattr(self, "_last_output", None) is not None:
+            outputs = self.functional._outputs_struct
+        return outputs
 
     def _require_compiled(self, what):
         if not self.compiled:
             raise RuntimeError(f"You must call `compile()` on model '{self.name}' before calling `{what}()`.")
 
+    # ----- metrics ------------------------------------------------------------
     @property
     def metrics(self) -> list[Metric]:
-        return self._compiled.all_metrics() if self._compiled else []
+        """Loss tracker, compiled metrics, per-output loss trackers, then metrics held by the model and its layers."""
+        found = []
+        if self.compiled:
+            found.append(self._loss_tracker)
+            if self._compile_metrics is not None:
+                found.extend(self._compile_metrics.metrics)
+            if self._compile_loss is not None:
+                found.extend(self._compile_loss.metrics)
+        found.extend(_held_metrics(self, skip=self._loss_tracker))
+        for layer in self._flatten_layers(include_self=False):
+            if not isinstance(layer, Trainer):
+                found.extend(_held_metrics(layer))
+        return found
 
     @property
     def metrics_names(self) -> list[str]:
@@ -101,81 +134,195 @@ class Trainer:
         for metric in self.metrics:
             metric.reset_state()
 
-    # ----- steps ---------------------------------------------------------------
-    def _forward(self, xs, training):
-        inputs = xs[0] if len(xs) == 1 else xs
-        return tree.flatten(self(inputs, training=training))
+    def get_metrics_result(self) -> Logs:
+        """The results of ``self.metrics`` by name (a metric whose result is a dict adds its entries)."""
+        results = {}
+        for metric in self.metrics:
+            result = metric.result()
+            if isinstance(result, dict):
+                results.update(result)
+            else:
+                results[metric.name] = result
+        return results
 
-    def compute_loss(self, ys: FlatArrays, preds: list[np.ndarray],
-                     sample_weights: FlatArrays | None) -> tuple[np.ndarray, list[np.ndarray | None]]:
-        """Total loss: weighted per-output losses plus the model's added losses."""
-        from kgraph import ops
-        total, per_output = self._compiled.loss(ys, preds, sample_weights)
-        extra = self.losses
-        if extra:
-            total = ops.add(total, ops.sum(ops.stack([ops.sum(loss) for loss in extra])))
-        return total, per_output
+    # ----- loss, metrics and steps --------------------------------------------
+    def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None, sample_weight: Any = None,
+                     training: bool = True) -> np.ndarray:
+        """The total loss, a 0-d array: the compiled loss plus every loss in ``self.losses``, each summed."""
+        del x, training  # the default loss depends on neither
+        losses = []
+        if self._compile_loss is not None:
+            loss = self._compile_loss(y, y_pred, sample_weight)
+            if loss is not None:
+                losses.append(loss)
+        for loss in self.losses:
+            if not np.issubdtype(np.dtype(getattr(loss, "dtype", float)), np.floating):
+                loss = ops.cast(loss, backend.floatx())
+            losses.append(ops.sum(loss))
+        if not losses:
+            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
+        return functools.reduce(ops.add, losses)
 
-    def train_step(self, xs: FlatArrays, ys: FlatArrays, sample_weights: FlatArrays | None) -> Logs:
-        from kgraph.backend.autodiff import GradientTape
+    def _compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        # As Keras: positional, so an override may name its parameters freely; one written before Keras 3.3
+        # has no `training` argument.
+        if _takes_training(getattr(self.compute_loss, "__func__", self.compute_loss)):
+            return self.compute_loss(x, y, y_pred, sample_weight, training=training)
+        return self.compute_loss(x, y, y_pred, sample_weight)
+
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> Logs:
+        """Update the compiled metrics with one batch; returns ``get_metrics_result()``."""
+        del x  # the compiled metrics compare targets with predictions only
+        if self._compile_metrics is not None:
+            self._compile_metrics.update_state(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def train_step(self, data: Batch) -> Logs:
+        """One gradient step on one batch; returns the logs (the metrics' results by name)."""
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
         with GradientTape() as tape:
-            preds = self._forward(xs, training=True)
-            total, per_output = self.compute_loss(ys, preds, sample_weights)
+            y_pred = self(x, training=True)
+            loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         variables = self.trainable_weights  # after the forward pass, which builds a model given no input shape
-        grads = tape.gradient(total, variables)
-        self.optimizer.apply(grads, variables)
-        return self._compiled.update_metrics(ys, preds, sample_weights, total, per_output, len(xs[0]))
+        if variables:
+            self.optimizer.apply(tape.gradient(loss, variables), variables)
+        else:
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    def test_step(self, xs: FlatArrays, ys: FlatArrays, sample_weights: FlatArrays | None) -> Logs:
-        preds = self._forward(xs, training=False)
-        total, per_output = self.compute_loss(ys, preds, sample_weights)
-        return self._compiled.update_metrics(ys, preds, sample_weights, total, per_output, len(xs[0]))
+    def test_step(self, data: Batch) -> Logs:
+        """Loss and metrics of one batch, without updating weights; returns the logs."""
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        y_pred = self(x, training=False)
+        loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def predict_step(self, data: Batch) -> Any:
+        """The model's outputs for one batch."""
+        x, _, _ = unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    def _symbolic_build(self, data):
+        """Match the compiled loss and metrics to the outputs before the first step, as Keras does."""
+        # So that `self.metrics` already lists every compiled metric to a custom `train_step`.
+        loss_unbuilt = self._compile_loss is not None and not self._compile_loss.built
+        x, y, _ = unpack_x_y_sample_weight(data)
+        metrics_unbuilt = self._compile_metrics is not None and not self._compile_metrics.built and y is not None
+        if not (loss_unbuilt or metrics_unbuilt):
+            return
+        y_pred = self._graph_outputs()
+        if y_pred is None:
+            y_pred = self._empty_outputs(x) if _batch_size(x) == 0 else self(x, training=False)
+        if loss_unbuilt:
+            self._compile_loss.build(y, y_pred)
+        if metrics_unbuilt:
+            self._compile_metrics.build(y, y_pred)
+
+    def _empty_outputs(self, x, step=None):
+        """The outputs for 0 rows: one row of zeros run through the model, then cut to 0 rows."""
+        # Some ops (convolutions, reshapes with -1) cannot size an empty batch; a row of zeros gives every
+        # output its trailing shape, dynamic axes included.
+        row = tree.map_structure(lambda a: np.zeros((1,) + np.shape(a)[1:], dtype=np.asarray(a).dtype), x)
+        outputs = step(pack_x_y_sample_weight(row)) if step else self(row, training=False)
+        return tree.map_structure(lambda a: np.asarray(a)[:0], outputs)
 
     # ----- data --------------------------------------------------------------------
-    def _prepare(self, x, y, sample_weight, class_weight=None, need_y=True):
-        xs = data.flatten_by_names(x, self._x_names(x), "x")
-        ys = data.flatten_by_names(y, self._output_names(), "y") if y is not None else None
-        if need_y and ys is None:
-            raise ValueError(f"Model '{self.name}' needs targets: `y` was not provided.")
-        sws = None
-        if sample_weight is not None:
-            if isinstance(sample_weight, (list, tuple, dict)):
-                sws = data.flatten_by_names(sample_weight, self._output_names(), "sample_weight")
-            else:
-                sws = [np.asarray(sample_weight)] * len(self._output_names())
-        if class_weight is not None:
-            if len(self._output_names()) > 1:
-                raise ValueError("`class_weight` is only supported for models with a single output.")
-            weights = data.class_weights_to_sample_weights(ys[0], class_weight)
-            sws = [weights if sws is None else sws[0] * weights]
-        data.check_cardinality({"x": xs, "y": ys or [], "sample_weight": sws or []})
-        return xs, ys, sws
+    def _standardize_x(self, x):
+        """``x`` as arrays in its own structure; a graph model checks it against its inputs (names, count) first."""
+        names = getattr(self, "input_names", None)
+        if not names or getattr(self, "_outputs_struct", None) is None:
+            return data.as_arrays(x, "x")
+        if isinstance(self._inputs_struct, dict):
+            names = sorted(self._inputs_struct)
+        flat = data.flatten_by_names(x, names, "x")
+        if isinstance(x, dict):
+            return dict(zip(names, flat))
+        if isinstance(x, (list, tuple)) and len(x) == len(flat) and all(map(data.is_array, x)):
+            return type(x)(flat)
+        return flat[0] if len(flat) == 1 else flat
 
-    def _standardize_batch(self, batch, class_weight=None, need_y=True):
-        x, y, sample_weight = unpack_batch(batch)
-        return self._prepare(x, y, sample_weight, class_weight, need_y)
+    def _array_parts(self, x, y, sample_weight):
+        """``(x, y, sample_weight)`` as arrays in the user's structures, all with the same number of samples."""
+        names = self._known_output_names()
+        count = len(names) if names else None
+        x = self._standardize_x(x)
+        y = data.as_arrays(y, "y", count)
+        sample_weight = data.as_arrays(sample_weight, "sample_weight", count)
+        data.check_cardinality({"x": tree.flatten(x), "y": tree.flatten(y) if y is not None else [],
+                                "sample_weight": tree.flatten(sample_weight) if sample_weight is not None else []})
+        return x, y, sample_weight
+
+    @staticmethod
+    def _with_class_weight(parts, class_weight):
+        """``parts`` with ``class_weight`` turned into per-sample weights (multiplying any given ones)."""
+        x, y, sample_weight = parts
+        if class_weight is None:
+            return parts
+        if y is None or len(tree.flatten(y)) != 1:
+            raise ValueError("`class_weight` is only supported for Models with a single output.")
+        weights = data.class_weights_to_sample_weights(tree.flatten(y)[0], class_weight)
+        return x, y, weights if sample_weight is None else sample_weight * weights
+
+    def _standardize_batch(self, batch, class_weight=None):
+        parts = self._array_parts(*unpack_x_y_sample_weight(batch))
+        return pack_x_y_sample_weight(*self._with_class_weight(parts, class_weight))
 
     def _iterator(self, x, y, sample_weight, batch_size, shuffle, steps, what="x", steps_name="steps",
-                  batch_size_name="batch_size", class_weight=None, need_y=True):
+                  batch_size_name="batch_size", class_weight=None):
         """An EpochIterator over ``x`` (arrays, a generator/iterator or a PyDataset)."""
         if not is_batch_source(x):
-            arrays = self._prepare(x, y, sample_weight, class_weight, need_y)
-            return EpochIterator(ArrayAdapter(arrays, batch_size or 32, shuffle), steps, what, steps_name)
+            parts = self._with_class_weight(self._array_parts(x, y, sample_weight), class_weight)
+            return EpochIterator(ArrayAdapter(parts, batch_size or 32, shuffle), steps, what, steps_name)
         kind = source_kind(x)
         for name, value, part in (("y", y, "targets"), ("sample_weight", sample_weight, "sample weights")):
             if value is not None:
                 raise ValueError(f"When providing `{what}` as a {kind}, `{name}` should not be passed. "
                                  f"Instead, the {part} should be included as part of the {kind}.")
-        if batch_size is not None:
+        # As Keras, a PyDataset's batches are its own: `batch_size` is ignored.
+        if batch_size is not None and not (isinstance(x, PyDataset) and batch_size_name == "batch_size"):
             raise ValueError(f"The `{batch_size_name}` argument must not be specified for the given input type: "
                              f"a {kind} yields whole batches. Received: {batch_size_name}={batch_size!r}, "
                              f"{what} of type {type(x).__name__}")
-        standardize = functools.partial(self._standardize_batch, class_weight=class_weight, need_y=need_y)
+        standardize = functools.partial(self._standardize_batch, class_weight=class_weight)
         if isinstance(x, PyDataset):
             adapter = PyDatasetAdapter(x, shuffle, standardize)
         else:
             adapter = GeneratorAdapter(x, standardize)
         return EpochIterator(adapter, steps, what, steps_name)
+
+    def _fit_iterators(self, x, y, sample_weight, class_weight, batch_size, shuffle, steps_per_epoch,
+                       validation_split, validation_data, validation_steps, validation_batch_size):
+        """The training and validation EpochIterators of ``fit`` (the second None without validation)."""
+        val_batch_size = validation_batch_size or batch_size or 32
+        if validation_data is not None and is_batch_source(validation_data):
+            val = self._iterator(validation_data, None, None, validation_batch_size, False, validation_steps,
+                                 "validation_data", "validation_steps", "validation_batch_size")
+        elif validation_data is not None:
+            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+                raise ValueError("`validation_data` should be a tuple `(x_val, y_val)` or "
+                                 f"`(x_val, y_val, val_sample_weight)`. Received: {type(validation_data)}")
+            parts = self._array_parts(*validation_data) if len(validation_data) == 3 else \
+                self._array_parts(validation_data[0], validation_data[1], None)
+            val = EpochIterator(ArrayAdapter(parts, val_batch_size, False), validation_steps, "validation_data",
+                                "validation_steps")
+        elif validation_split and is_batch_source(x):
+            raise ValueError("`validation_split` is only supported for NumPy arrays. Received: x of type "
+                             f"{type(x).__name__}; pass `validation_data` instead.")
+        elif validation_split:
+            # As Keras: the last samples are held out before shuffling; class weights apply to training only.
+            parts = self._array_parts(x, y, sample_weight)
+            train, held = data.split_validation(tree.flatten(parts), validation_split)
+            train = self._with_class_weight(tree.pack_sequence_as(parts, train), class_weight)
+            val = EpochIterator(ArrayAdapter(tree.pack_sequence_as(parts, held), val_batch_size, False),
+                                validation_steps, "validation_data", "validation_steps")
+            return EpochIterator(ArrayAdapter(train, batch_size or 32, shuffle), steps_per_epoch, "x",
+                                 "steps_per_epoch"), val
+        else:
+            val = None
+        return self._iterator(x, y, sample_weight, batch_size, shuffle, steps_per_epoch,
+                              steps_name="steps_per_epoch", class_weight=class_weight), val
 
     @staticmethod
     def _verbose(verbose):
@@ -205,45 +352,18 @@ class Trainer:
 
         ``x`` may be arrays (lists/dicts of them, memory maps included), a
         generator or iterator of ``(x, y[, sample_weight])`` batches, or a
-        ``kgraph.utils.PyDataset``; ``validation_data`` likewise.
+        ``kgraph.utils.PyDataset`` (whose own batches make ``batch_size``
+        irrelevant); ``validation_data`` likewise.
         """
         self._require_compiled("fit")
-        val_iterator = None
-        if validation_data is not None:
-            if is_batch_source(validation_data):
-                val_iterator = self._iterator(validation_data, None, None, validation_batch_size, False,
-                                              validation_steps, "validation_data", "validation_steps",
-                                              "validation_batch_size")
-            else:
-                if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
-                    raise ValueError("`validation_data` should be a tuple `(x_val, y_val)` or "
-                                     f"`(x_val, y_val, val_sample_weight)`. Received: {type(validation_data)}")
-                val = self._prepare(*validation_data) if len(validation_data) == 3 else \
-                    self._prepare(validation_data[0], validation_data[1], None)
-                val_iterator = EpochIterator(ArrayAdapter(val, validation_batch_size or batch_size or 32, False),
-                                             validation_steps, "validation_data", "validation_steps")
-        if validation_split and is_batch_source(x):
-            raise ValueError("`validation_split` is only supported for NumPy arrays. Received: x of type "
-                             f"{type(x).__name__}; pass `validation_data` instead.")
-        if validation_split and val_iterator is None:
-            xs, ys, sws = self._prepare(x, y, sample_weight, class_weight)
-            n_x, n_y = len(xs), len(ys)
-            train, held = data.split_validation(xs + ys + (sws or []), validation_split)
-            train_iterator = EpochIterator(
-                ArrayAdapter((train[:n_x], train[n_x:n_x + n_y], train[n_x + n_y:] or None), batch_size or 32,
-                             shuffle), steps_per_epoch, "x", "steps_per_epoch")
-            val_iterator = EpochIterator(
-                ArrayAdapter((held[:n_x], held[n_x:n_x + n_y], held[n_x + n_y:] or None),
-                             validation_batch_size or batch_size or 32, False), validation_steps,
-                "validation_data", "validation_steps")
-        else:
-            train_iterator = self._iterator(x, y, sample_weight, batch_size, shuffle, steps_per_epoch,
-                                            steps_name="steps_per_epoch", class_weight=class_weight)
+        iterator, val_iterator = self._fit_iterators(
+            x, y, sample_weight, class_weight, batch_size, shuffle, steps_per_epoch, validation_split,
+            validation_data, validation_steps, validation_batch_size)
         try:
-            return self._fit_loop(train_iterator, val_iterator, epochs, verbose, callbacks, initial_epoch,
+            return self._fit_loop(iterator, val_iterator, epochs, verbose, callbacks, initial_epoch,
                                   validation_freq)
         finally:
-            train_iterator.close()
+            iterator.close()
             if val_iterator is not None:
                 val_iterator.close()
 
@@ -254,71 +374,72 @@ class Trainer:
         cl.on_train_begin()
         if self._initial_epoch is not None:
             initial_epoch = self._initial_epoch
-        epoch_logs = {}
+        training_logs = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             batches = iterator.epoch()
             if batches is None:
                 break
             cl.on_epoch_begin(epoch)
-            for step, (xs, ys, sws) in enumerate(batches):
-                cl.on_train_batch_begin(step)
-                logs = self.train_step(xs, ys, sws)
-                cl.on_train_batch_end(step, logs)
-                if self.stop_training:
-                    break
-            epoch_logs = dict(logs)
+            logs = self._run_steps(self.train_step, batches, cl.on_train_batch_begin, cl.on_train_batch_end,
+                                   "stop_training")
+            epoch_logs = self._metrics_result_or_logs(logs)
             if val_iterator is not None and (epoch + 1) % validation_freq == 0:
                 cl.on_test_begin()  # as Keras: callbacks see the validation run (the progress bar stays quiet)
                 val_logs = self._evaluate_epoch(val_iterator, cl)
                 cl.on_test_end(val_logs)
                 epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cl.on_epoch_end(epoch, epoch_logs)
+            training_logs = epoch_logs
             if self.stop_training or iterator.ran_out:
                 break
-        cl.on_train_end(epoch_logs)
+        cl.on_train_end(training_logs)
         return self.history
 
-    def _empty_outputs(self, xs):
-        """The model's outputs for 0 rows: one row of zeros run through the model, then cut to 0 rows."""
-        # Some ops (convolutions, reshapes with -1) cannot size an empty batch; a row of zeros gives every
-        # output its trailing shape, dynamic axes included.
-        row = [np.zeros((1,) + np.shape(x)[1:], dtype=np.asarray(x).dtype) for x in xs]
-        return [np.asarray(y)[:0] for y in self._forward(row, training=False)]
+    def _run_steps(self, step, batches, on_batch_begin, on_batch_end, stop_flag):
+        """Run ``step`` on each batch between the callbacks' hooks; returns the last logs (Python values)."""
+        logs = {}
+        for index, batch in enumerate(batches):
+            if index == 0:
+                self._symbolic_build(batch)
+            on_batch_begin(index)
+            logs = _pythonify(step(batch))
+            on_batch_end(index, logs)
+            if getattr(self, stop_flag):
+                break
+        return logs
 
-    def _empty_logs(self, xs, ys):
-        """Logs for 0 rows: every loss tracker and metric in its reset state (Keras's 0 for an empty mean)."""
-        if self._compiled.output_metrics is None:
-            self._compiled._build_metrics(ys, self._empty_outputs(xs))
-        results = [np.asarray(m.result()) for m in self.metrics]
-        return {m.name: float(r) if r.ndim == 0 else r for m, r in zip(self.metrics, results)}
-
-    @staticmethod
-    def _no_batches(iterator):
-        adapter = iterator.adapter
-        if isinstance(adapter, ArrayAdapter):
-            return adapter.arrays
-        raise ValueError(f"`{iterator.what}` yielded no batches: there is nothing to compute on.")
+    def _metrics_result_or_logs(self, logs):
+        """As Keras: the metrics' current results when the step's logs name the same metrics, else the logs."""
+        results = _pythonify(self.get_metrics_result())
+        return results if set(results) == set(logs) else dict(logs)
 
     def _evaluate_epoch(self, iterator, cl):
         self.reset_metrics()
         batches = iterator.epoch()
         if batches is None:
-            xs, ys, _ = self._no_batches(iterator)
-            return self._empty_logs(xs, ys)
-        logs = {}
-        for step, (xs, ys, sws) in enumerate(batches):
-            if cl:
-                cl.on_test_batch_begin(step)
-            logs = self.test_step(xs, ys, sws)
-            if cl:
-                cl.on_test_batch_end(step, logs)
-        return logs
+            return self._empty_logs(iterator)
+        self.stop_evaluating = False
+        logs = self._run_steps(self.test_step, batches, cl.on_test_batch_begin, cl.on_test_batch_end,
+                               "stop_evaluating")
+        return self._metrics_result_or_logs(logs)
+
+    def _empty_logs(self, iterator):
+        """Logs for 0 rows: every loss tracker and metric in its reset state (Keras's 0 for an empty mean)."""
+        self._symbolic_build(pack_x_y_sample_weight(*self._no_batches(iterator)))
+        return _pythonify(self.get_metrics_result())
+
+    @staticmethod
+    def _no_batches(iterator) -> ArrayParts:
+        adapter = iterator.adapter
+        if isinstance(adapter, ArrayAdapter):
+            return adapter.arrays
+        raise ValueError(f"`{iterator.what}` yielded no batches: there is nothing to compute on.")
 
     def evaluate(self, x: DataSource | None = None, y: ArrayData | None = None, batch_size: int | None = None,
                  verbose: str | int = "auto", sample_weight: ArrayData | None = None, steps: int | None = None,
                  callbacks: list[Callback] | None = None, return_dict: bool = False) -> Results:
-        """Loss and metrics on the given data (a scalar, a list in ``metrics_names`` order, or a dict)."""
+        """Loss and metrics on the given data (a scalar, a list in ``metrics`` order, or a dict)."""
         self._require_compiled("evaluate")
         iterator = self._iterator(x, y, sample_weight, batch_size, False, steps)
         try:
@@ -331,56 +452,94 @@ class Trainer:
         return self._format_logs(logs, return_dict)
 
     def _format_logs(self, logs, return_dict):
+        """A dict, or as Keras: the values in ``metrics`` order, then other keys sorted; one value alone."""
         if return_dict:
             return dict(logs)
-        values = list(logs.values())
-        return values[0] if len(values) == 1 else values
+        # Keras matches a compiled metric by its own name, so one logged with an output prefix sorts later.
+        base_names = self._compile_metrics.base_names if self._compile_metrics is not None else {}
+        names = [base_names.get(id(m), m.name) for m in self.metrics]
+        results = [logs[name] for name in names if name in logs]
+        results += [logs[key] for key in sorted(logs) if key not in names]
+        return results[0] if len(results) == 1 else results
 
     def predict(self, x: DataSource, batch_size: int | None = None, verbose: str | int = "auto",
                 steps: int | None = None, callbacks: list[Callback] | None = None) -> NestedArrays:
-        """Model outputs for ``x``, computed in batches (structure as the model's outputs)."""
-        iterator = self._iterator(x, None, None, batch_size, False, steps, need_y=False)
+        """The outputs of ``predict_step`` for ``x``, batch by batch, concatenated (structure as the outputs)."""
+        iterator = self._iterator(x, None, None, batch_size, False, steps)
         try:
-            cl = self._callbacks(callbacks, 0, 1, iterator.num_batches, with_history=False)
+            cl = self._callbacks(callbacks, self._verbose(verbose), 1, iterator.num_batches, with_history=False)
+            self.stop_predicting = False
             cl.on_predict_begin()
-            chunks = []
-            for step, (xs, _, _) in enumerate(iterator.epoch() or ()):
+            outputs = []
+            for step, batch in enumerate(iterator.epoch() or ()):
                 cl.on_predict_batch_begin(step)
-                chunks.append(self._forward(xs, training=False))
-                cl.on_predict_batch_end(step, {})
+                batch_outputs = tree.map_structure(np.asarray, self.predict_step(batch))
+                outputs.append(batch_outputs)
+                cl.on_predict_batch_end(step, {"outputs": batch_outputs})
+                if self.stop_predicting:
+                    break
             cl.on_predict_end()
         finally:
             iterator.close()
-        if not chunks:
-            return self._pack_outputs(self._empty_outputs(self._no_batches(iterator)[0]))
-        flat = [np.concatenate([c[i] for c in chunks], axis=0) for i in range(len(chunks[0]))]
-        return self._pack_outputs(flat)
-
-    def _pack_outputs(self, flat):
-        struct = getattr(self, "_outputs_struct", None)
-        if struct is None and hasattr(self, "functional"):
-            struct = self.functional._outputs_struct
-        if struct is None:
-            return flat[0] if len(flat) == 1 else flat
-        return tree.pack_sequence_as(struct, flat)
+        if not outputs:
+            return self._empty_outputs(self._no_batches(iterator)[0], self.predict_step)
+        flat = [tree.flatten(batch_outputs) for batch_outputs in outputs]
+        return tree.pack_sequence_as(outputs[0], [np.concatenate(parts, axis=0) for parts in zip(*flat)])
 
     def train_on_batch(self, x: ArrayData, y: ArrayData | None = None, sample_weight: ArrayData | None = None,
                        class_weight: Mapping[int, float] | None = None, return_dict: bool = False) -> Results:
-        """One gradient step on one batch; returns the batch's loss and metrics."""
+        """One ``train_step`` on one batch; returns the batch's loss and metrics."""
         self._require_compiled("train_on_batch")
-        xs, ys, sws = self._prepare(x, y, sample_weight, class_weight)
+        # As Keras: the step gets all three parts, `(x, y, sample_weight)`, None where not given.
+        batch = self._with_class_weight(self._array_parts(x, y, sample_weight), class_weight)
+        self._symbolic_build(batch)
         self.reset_metrics()
-        return self._format_logs(self.train_step(xs, ys, sws), return_dict)
+        return self._format_logs(_pythonify(self.train_step(batch)), return_dict)
 
     def test_on_batch(self, x: ArrayData, y: ArrayData | None = None, sample_weight: ArrayData | None = None,
                       return_dict: bool = False) -> Results:
-        """Loss and metrics of one batch, without updating weights."""
+        """One ``test_step`` on one batch: its loss and metrics, without updating weights."""
         self._require_compiled("test_on_batch")
-        xs, ys, sws = self._prepare(x, y, sample_weight)
+        batch = self._array_parts(x, y, sample_weight)
+        self._symbolic_build(batch)
         self.reset_metrics()
-        return self._format_logs(self.test_step(xs, ys, sws), return_dict)
+        return self._format_logs(_pythonify(self.test_step(batch)), return_dict)
 
     def predict_on_batch(self, x: ArrayData) -> NestedArrays:
-        """Model outputs for one batch."""
-        xs = data.flatten_by_names(x, self._x_names(x), "x")
-        return self._pack_outputs(self._forward(xs, training=False))
+        """The outputs of ``predict_step`` for one batch."""
+        return tree.map_structure(np.asarray, self.predict_step((self._standardize_x(x),)))
+
+
+def _held_metrics(obj, skip=None):
+    """The Metrics ``obj`` holds as attributes (alone or in a list), in assignment order."""
+    metric = metrics_module.Metric
+    found = []
+    for value in vars(obj).values():
+        if isinstance(value, metric):
+            if value is not skip:
+                found.append(value)
+        elif type(value) in (list, tuple) and value and isinstance(value[0], metric):
+            found.extend(m for m in value if isinstance(m, metric))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_training(compute_loss):
+    return "training" in inspect.signature(compute_loss).parameters
+
+
+def _batch_size(x):
+    return int(np.shape(next(a for a in tree.flatten(x) if a is not None))[0])
+
+
+def _pythonify(logs):
+    """As Keras's logs: nested dicts flattened, keys sorted, numbers and 0-d arrays as Python floats."""
+    result = {}
+    for key, value in sorted((logs or {}).items()):
+        if isinstance(value, dict):
+            result.update(_pythonify(value))
+            continue
+        if isinstance(value, (int, float, np.number, np.bool_)) or isinstance(value, np.ndarray) and value.ndim == 0:
+            value = float(value)
+        result[key] = value
+    return result
