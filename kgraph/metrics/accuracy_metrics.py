@@ -1,7 +1,8 @@
 """Accuracy metrics: per-sample match functions and their running means."""
 import numpy as np
 
-from kgraph.metrics.metric import MeanMetricWrapper, squeeze_or_expand_to_same_rank, to_numpy
+from kgraph.metrics.metric import squeeze_or_expand_to_same_rank, to_numpy
+from kgraph.metrics.reduction_metrics import MeanOfFunction
 
 
 def accuracy(y_true, y_pred):
@@ -36,10 +37,7 @@ def _sparse_labels(y_true, y_pred):
 
 
 def sparse_categorical_accuracy(y_true, y_pred):
-    """1.0 where the integer label equals the argmax of ``y_pred``.
-
-    y_true: labels of shape ``(batch,)`` or ``(batch, 1)``, int or float.
-    """
+    """1.0 where the integer label (shape ``(batch,)`` or ``(batch, 1)``) equals the argmax of ``y_pred``."""
     y_pred = to_numpy(y_pred)
     y_true = _sparse_labels(y_true, y_pred)
     return (y_true == np.argmax(y_pred, axis=-1)).astype(np.float64)
@@ -63,22 +61,26 @@ def top_k_categorical_accuracy(y_true, y_pred, k=5):
     return matches.reshape(y_true.shape)
 
 
-def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5):
-    """1.0 where the integer label is among the ``k`` highest scores."""
+def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5, from_sorted_ids=False):
+    """1.0 where the integer label is among the ``k`` highest scores (or the first ``k`` of sorted class ids)."""
     y_pred = to_numpy(y_pred)
     y_true = _sparse_labels(y_true, y_pred)
-    matches = _in_top_k(y_true, y_pred, k)
+    if from_sorted_ids:
+        flat = y_true.reshape(-1, 1)
+        matches = np.any(flat == y_pred.reshape(len(flat), -1)[:, :k], axis=1).astype(np.float64)
+    else:
+        matches = _in_top_k(y_true, y_pred, k)
     return matches.reshape(y_true.shape)
 
 
-class Accuracy(MeanMetricWrapper):
+class Accuracy(MeanOfFunction):
     """How often predictions equal labels exactly."""
 
     def __init__(self, name="accuracy", dtype=None):
         super().__init__(accuracy, name=name, dtype=dtype)
 
 
-class BinaryAccuracy(MeanMetricWrapper):
+class BinaryAccuracy(MeanOfFunction):
     """How often ``y_pred > threshold`` matches the 0/1 label."""
 
     def __init__(self, name="binary_accuracy", dtype=None, threshold=0.5):
@@ -86,21 +88,21 @@ class BinaryAccuracy(MeanMetricWrapper):
         self.threshold = threshold
 
 
-class CategoricalAccuracy(MeanMetricWrapper):
+class CategoricalAccuracy(MeanOfFunction):
     """How often the predicted class (argmax) matches the one-hot label."""
 
     def __init__(self, name="categorical_accuracy", dtype=None):
         super().__init__(categorical_accuracy, name=name, dtype=dtype)
 
 
-class SparseCategoricalAccuracy(MeanMetricWrapper):
+class SparseCategoricalAccuracy(MeanOfFunction):
     """How often the predicted class (argmax) matches the integer label."""
 
     def __init__(self, name="sparse_categorical_accuracy", dtype=None):
         super().__init__(sparse_categorical_accuracy, name=name, dtype=dtype)
 
 
-class TopKCategoricalAccuracy(MeanMetricWrapper):
+class TopKCategoricalAccuracy(MeanOfFunction):
     """How often the one-hot label is among the ``k`` highest predictions."""
 
     def __init__(self, k=5, name="top_k_categorical_accuracy", dtype=None):
@@ -108,9 +110,17 @@ class TopKCategoricalAccuracy(MeanMetricWrapper):
         self.k = k
 
 
-class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
-    """How often the integer label is among the ``k`` highest predictions."""
+class SparseTopKCategoricalAccuracy(MeanOfFunction):
+    """How often the integer label is among the ``k`` highest predictions (or the first ``k`` sorted ids)."""
 
-    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None):
-        super().__init__(sparse_top_k_categorical_accuracy, name=name, dtype=dtype, k=k)
+    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None, from_sorted_ids=False):
+        super().__init__(sparse_top_k_categorical_accuracy, name=name, dtype=dtype, k=k,
+                         from_sorted_ids=from_sorted_ids)
         self.k = k
+        self.from_sorted_ids = from_sorted_ids
+
+    def get_config(self):
+        config = {"name": self.name, "dtype": self.dtype, "k": self.k}
+        if self.from_sorted_ids:
+            config["from_sorted_ids"] = True
+        return config

@@ -1,128 +1,109 @@
-"""AUC: area under the ROC or precision-recall curve, from thresholded counts."""
+"""AUC: area under the ROC, precision-recall or precision-recall-gain curve, from thresholded counts."""
 import numpy as np
 
 from kgraph import backend
-from kgraph.metrics.confusion_metrics import CURVES, SUMMATION_METHODS, confusion_counts, is_evenly_distributed, sigmoid
-from kgraph.metrics.metric import Metric, divide_no_nan, to_numpy
+from kgraph.metrics import metrics_utils
+from kgraph.metrics.metric import Metric, divide_no_nan, sigmoid, to_numpy
+
+# Keras's accepted spellings -> the canonical value.
+CURVES = {"ROC": "ROC", "roc": "ROC", "PR": "PR", "pr": "PR", "PRGAIN": "PRGAIN", "prgain": "PRGAIN"}
+SUMMATION_METHODS = {spelling: method for method in ("interpolation", "majoring", "minoring")
+                     for spelling in (method, method.capitalize())}
+
+
+def _canonical(table, value, what):
+    if value not in table:
+        raise ValueError(f'Invalid AUC {what} value: "{value}". Expected values are {sorted(set(table.values()))}')
+    return table[value]
 
 
 class AUC(Metric):
-    """Approximate AUC from confusion counts at ``num_thresholds`` thresholds.
+    """Approximate area under the ROC/PR/PRGAIN curve from confusion counts at ``num_thresholds`` thresholds."""
+    # Thresholds are spread evenly over [0, 1] with the end points widened by epsilon (or are `thresholds`);
+    # "interpolation" sums trapezoids (for PR, Davis & Goadrich's interpolation); multi_label averages one
+    # AUC per label column (weighted by label_weights), else label_weights weigh the individual predictions.
 
-    num_thresholds: thresholds evenly spaced over [0, 1] (endpoints widened
-        by epsilon so scores of exactly 0 and 1 are handled).
-    curve: ``"ROC"`` or ``"PR"``.
-    summation_method: ``"interpolation"`` (trapezoids; for PR the
-        Davis & Goadrich interpolation), ``"minoring"`` or ``"majoring"``.
-    thresholds: explicit thresholds in [0, 1]; overrides ``num_thresholds``.
-    multi_label: compute one AUC per label column and average them.
-    label_weights: per-label weights, for the average when ``multi_label``,
-        else for the individual predictions.
-    from_logits: apply a sigmoid to ``y_pred`` first.
-    """
-
-    def __init__(
-        self,
-        num_thresholds=200,
-        curve="ROC",
-        summation_method="interpolation",
-        name="auc",
-        dtype=None,
-        thresholds=None,
-        multi_label=False,
-        num_labels=None,
-        label_weights=None,
-        from_logits=False,
-    ):
-        super().__init__(name=name, dtype=dtype)
-        if str(curve).upper() not in CURVES:
-            raise ValueError(f"Invalid curve {curve!r}. Expected one of {list(CURVES)}.")
-        if str(summation_method).lower() not in SUMMATION_METHODS:
-            raise ValueError(
-                f"Invalid summation_method {summation_method!r}. Expected one of {list(SUMMATION_METHODS)}."
-            )
-        self.curve = str(curve).upper()
-        self.summation_method = str(summation_method).lower()
+    def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", name=None, dtype=None,
+                 thresholds=None, multi_label=False, num_labels=None, label_weights=None, from_logits=False):
         self._init_from_thresholds = thresholds is not None
         if thresholds is not None:
-            inner = sorted(float(t) for t in np.atleast_1d(thresholds))
-            self.num_thresholds = len(inner) + 2
-            self._thresholds_distributed_evenly = is_evenly_distributed([0.0] + inner + [1.0])
+            self.num_thresholds = len(thresholds) + 2
+            inner = sorted(thresholds)
+            self._thresholds_distributed_evenly = metrics_utils.is_evenly_distributed_thresholds(
+                np.array([0.0] + inner + [1.0]))
         else:
-            if int(num_thresholds) <= 1:
-                raise ValueError(f"num_thresholds must be an integer > 1, received num_thresholds={num_thresholds!r}.")
-            self.num_thresholds = int(num_thresholds)
-            inner = [(i + 1) / (self.num_thresholds - 1) for i in range(self.num_thresholds - 2)]
+            if num_thresholds <= 1:
+                raise ValueError(f"Argument `num_thresholds` must be an integer > 1. Received: "
+                                 f"num_thresholds={num_thresholds}")
+            self.num_thresholds = num_thresholds
+            inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
             self._thresholds_distributed_evenly = True
-        self._thresholds = [0.0 - backend.epsilon()] + inner + [1.0 + backend.epsilon()]
+        self._thresholds = np.array([0.0 - backend.epsilon()] + inner + [1.0 + backend.epsilon()])
+        self.curve = _canonical(CURVES, curve, "curve")
+        self.summation_method = _canonical(SUMMATION_METHODS, summation_method, "summation method")
+        super().__init__(name=name, dtype=dtype)
         self.multi_label = multi_label
         self.num_labels = num_labels
-        self.label_weights = None if label_weights is None else np.asarray(label_weights, np.float64)
+        self.label_weights = None if label_weights is None else np.array(label_weights, dtype=self.dtype)
         self._from_logits = from_logits
-        if num_labels and not multi_label:
-            raise ValueError("num_labels is needed only when multi_label is True.")
-        self._num_labels = num_labels if multi_label else None
-        self.reset_state()
+        self._built = False
+        if multi_label:
+            if num_labels:
+                self._build((None, num_labels))
+        elif num_labels:
+            raise ValueError("`num_labels` is needed only when `multi_label` is True.")
+        else:
+            self._build(None)
 
     @property
     def thresholds(self):
         """The thresholds the counts are taken at, endpoints included."""
         return list(self._thresholds)
 
-    def _state_shape(self):
+    def _build(self, shape):
         if self.multi_label:
-            return (self.num_thresholds, self._num_labels)
-        return (self.num_thresholds,)
-
-    def reset_state(self):
-        if self.multi_label and self._num_labels is None:
-            self.true_positives = self.false_positives = None
-            self.true_negatives = self.false_negatives = None
-            return
-        shape = self._state_shape()
-        self.true_positives = np.zeros(shape)
-        self.false_positives = np.zeros(shape)
-        self.true_negatives = np.zeros(shape)
-        self.false_negatives = np.zeros(shape)
+            if len(shape) != 2:
+                raise ValueError(f"`y_pred` must have rank 2 when `multi_label=True`. Found rank {len(shape)}. "
+                                 f"Full shape received for `y_pred`: {shape}")
+            self._num_labels = shape[1]
+            variable_shape = (self.num_thresholds, self._num_labels)
+        else:
+            variable_shape = (self.num_thresholds,)
+        self.true_positives = self.add_variable(shape=variable_shape, initializer="zeros", name="true_positives")
+        self.false_positives = self.add_variable(shape=variable_shape, initializer="zeros", name="false_positives")
+        self.true_negatives = self.add_variable(shape=variable_shape, initializer="zeros", name="true_negatives")
+        self.false_negatives = self.add_variable(shape=variable_shape, initializer="zeros", name="false_negatives")
+        self._built = True
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_pred = to_numpy(y_pred, np.float64)
-        if self.multi_label and self._num_labels is None:
-            if y_pred.ndim != 2:
-                raise ValueError(
-                    f"multi_label=True needs y_pred of rank 2, received y_pred.shape={y_pred.shape}."
-                )
-            self._num_labels = y_pred.shape[1]
-            self.reset_state()
+        if not self._built:
+            self._build(y_pred.shape)
         if self._from_logits:
             y_pred = sigmoid(y_pred)
-        tp, fp, tn, fn = confusion_counts(
-            y_true,
-            y_pred,
-            self._thresholds,
-            sample_weight=sample_weight,
-            multi_label=self.multi_label,
-            label_weights=None if self.multi_label else self.label_weights,
-            clip_predictions=self._thresholds_distributed_evenly,
-            dtype=self.dtype,
+        metrics_utils.update_confusion_matrix_variables(
+            {"tp": self.true_positives, "tn": self.true_negatives, "fp": self.false_positives,
+             "fn": self.false_negatives}, y_true, y_pred, self._thresholds,
+            thresholds_distributed_evenly=self._thresholds_distributed_evenly, sample_weight=sample_weight,
+            multi_label=self.multi_label, label_weights=None if self.multi_label else self.label_weights,
         )
-        self.true_positives += tp
-        self.false_positives += fp
-        self.true_negatives += tn
-        self.false_negatives += fn
+
+    def _counts(self):
+        return tuple(v.value.astype(np.float64) for v in (self.true_positives, self.false_positives,
+                                                           self.true_negatives, self.false_negatives))
 
     def _average_over_labels(self, by_threshold_terms):
         if not self.multi_label:
-            return float(np.sum(by_threshold_terms))
+            return np.sum(by_threshold_terms)
         by_label = np.sum(by_threshold_terms, axis=0)
         if self.label_weights is None:
-            return float(np.mean(by_label))
-        return float(divide_no_nan(np.sum(by_label * self.label_weights), np.sum(self.label_weights)))
+            return np.mean(by_label)
+        return divide_no_nan(np.sum(by_label * self.label_weights), np.sum(self.label_weights))
 
     def _interpolate_pr_auc(self):
         # Davis & Goadrich (2006): precision is interpolated through the true
         # and false positive counts between neighbouring thresholds.
-        tp, fp, fn = self.true_positives, self.false_positives, self.false_negatives
+        tp, fp, _, fn = self._counts()
         dtp = tp[:-1] - tp[1:]
         p = tp + fp
         dp = p[:-1] - p[1:]
@@ -135,24 +116,31 @@ class AUC(Metric):
         )
         return self._average_over_labels(increments)
 
-    def result(self):
-        if self.true_positives is None:
-            return 0.0
-        if self.curve == "PR" and self.summation_method == "interpolation":
-            return self._interpolate_pr_auc()
-        tp, fp, tn, fn = self.true_positives, self.false_positives, self.true_negatives, self.false_negatives
-        recall = divide_no_nan(tp, tp + fn)
+    def _curve_points(self):
+        """The (x, y) points of the curve, one per threshold."""
+        tp, fp, tn, fn = self._counts()
         if self.curve == "ROC":
-            x, y = divide_no_nan(fp, fp + tn), recall
-        else:
-            x, y = recall, divide_no_nan(tp, tp + fp)
+            return divide_no_nan(fp, fp + tn), divide_no_nan(tp, tp + fn)
+        if self.curve == "PR":
+            return divide_no_nan(tp, tp + fn), divide_no_nan(tp, tp + fp)
+        scaling = divide_no_nan(tp + fn, tn + fp)
+        recall_gain = np.where(tp == 0, 0.0, 1.0 - scaling * divide_no_nan(fn, tp))
+        precision_gain = np.where(tp == 0, 1.0, 1.0 - scaling * divide_no_nan(fp, tp))
+        return np.maximum(recall_gain, 0.0), precision_gain
+
+    def result(self):
+        if not self._built:
+            return self._as_result(0.0)
+        if self.curve == "PR" and self.summation_method == "interpolation":
+            return self._as_result(self._interpolate_pr_auc())
+        x, y = self._curve_points()
         if self.summation_method == "interpolation":
             heights = (y[:-1] + y[1:]) / 2.0
         elif self.summation_method == "minoring":
             heights = np.minimum(y[:-1], y[1:])
         else:
             heights = np.maximum(y[:-1], y[1:])
-        return self._average_over_labels((x[:-1] - x[1:]) * heights)
+        return self._as_result(self._average_over_labels((x[:-1] - x[1:]) * heights))
 
     def get_config(self):
         config = {
@@ -166,5 +154,5 @@ class AUC(Metric):
             "from_logits": self._from_logits,
         }
         if self._init_from_thresholds:
-            config["thresholds"] = self._thresholds[1:-1]
+            config["thresholds"] = self.thresholds[1:-1]
         return config

@@ -1,198 +1,225 @@
-"""Thresholded confusion-matrix metrics: Precision, Recall and AUC."""
+"""Thresholded confusion-matrix metrics: the four counts, Precision, Recall and the X-at-Y metrics."""
 import numpy as np
 
-from kgraph import backend
-from kgraph.metrics.metric import Metric, divide_no_nan, squeeze_or_expand_to_same_rank, to_numpy
-
-# The score given to entries outside the top k, below any threshold.
-NEG_INF = -1e10
-
-CURVES = ("ROC", "PR")
-SUMMATION_METHODS = ("interpolation", "minoring", "majoring")
+from kgraph.metrics import metrics_utils
+from kgraph.metrics.metric import Metric, divide_no_nan
 
 
-def _parse_thresholds(thresholds, default):
-    if thresholds is None:
-        return [default]
-    values = [float(t) for t in np.atleast_1d(np.asarray(thresholds, dtype=np.float64))]
-    if any(not 0.0 <= t <= 1.0 for t in values):
-        raise ValueError(f"Threshold values must be in [0, 1]. Received: thresholds={thresholds!r}")
-    return values
+class _ConfusionMatrixConditionCount(Metric):
+    """One weighted count (``"tp"``, ``"fp"``, ``"tn"`` or ``"fn"``) per threshold (default 0.5)."""
+
+    def __init__(self, confusion_matrix_cond, thresholds=None, name=None, dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self._confusion_matrix_cond = confusion_matrix_cond
+        self.init_thresholds = thresholds
+        self.thresholds = metrics_utils.parse_init_thresholds(thresholds, default_threshold=0.5)
+        self._thresholds_distributed_evenly = metrics_utils.is_evenly_distributed_thresholds(self.thresholds)
+        self.accumulator = self.add_variable(shape=(len(self.thresholds),), initializer="zeros", name="accumulator")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        metrics_utils.update_confusion_matrix_variables(
+            {self._confusion_matrix_cond: self.accumulator}, y_true, y_pred, self.thresholds,
+            thresholds_distributed_evenly=self._thresholds_distributed_evenly, sample_weight=sample_weight,
+        )
+
+    def result(self):
+        value = self.accumulator.value
+        return self._as_result(value[0] if len(self.thresholds) == 1 else value)
+
+    def get_config(self):
+        return {**super().get_config(), "thresholds": self.init_thresholds}
 
 
-def is_evenly_distributed(thresholds):
-    n = len(thresholds)
-    if n < 3:
-        return False
-    even = np.arange(n, dtype=np.float32) / (n - 1)
-    return bool(np.allclose(thresholds, even, atol=backend.epsilon()))
+class FalsePositives(_ConfusionMatrixConditionCount):
+    """Weighted count of negatives predicted positive (``y_pred > threshold``)."""
+
+    def __init__(self, thresholds=None, name=None, dtype=None):
+        super().__init__("fp", thresholds=thresholds, name=name, dtype=dtype)
 
 
-def _filter_top_k(x, k):
-    """Keep the ``k`` highest scores of the last axis; set the rest to ``NEG_INF``."""
-    top = np.argsort(-x, axis=-1, kind="stable")[..., :k]
-    keep = np.zeros(x.shape, dtype=bool)
-    np.put_along_axis(keep, top, True, axis=-1)
-    return np.where(keep, x, NEG_INF)
+class FalseNegatives(_ConfusionMatrixConditionCount):
+    """Weighted count of positives predicted negative."""
+
+    def __init__(self, thresholds=None, name=None, dtype=None):
+        super().__init__("fn", thresholds=thresholds, name=name, dtype=dtype)
 
 
-def sigmoid(x):
-    return np.exp(-np.logaddexp(0.0, -x))
+class TrueNegatives(_ConfusionMatrixConditionCount):
+    """Weighted count of negatives predicted negative."""
+
+    def __init__(self, thresholds=None, name=None, dtype=None):
+        super().__init__("tn", thresholds=thresholds, name=name, dtype=dtype)
 
 
-def confusion_counts(
-    y_true,
-    y_pred,
-    thresholds,
-    sample_weight=None,
-    top_k=None,
-    class_id=None,
-    multi_label=False,
-    label_weights=None,
-    clip_predictions=False,
-    dtype="float32",
-):
-    """Weighted ``(tp, fp, tn, fn)`` counting a prediction positive when ``y_pred > threshold``.
+class TruePositives(_ConfusionMatrixConditionCount):
+    """Weighted count of positives predicted positive."""
 
-    Each count has shape ``(len(thresholds),)``, or ``(len(thresholds), labels)``
-    when ``multi_label``. Any non-zero label is positive.
-    dtype: the precision in which predictions are compared with thresholds.
-    """
-    y_pred = to_numpy(y_pred, np.float64)
-    y_true = to_numpy(y_true, np.float64)
-    y_pred, y_true = squeeze_or_expand_to_same_rank(y_pred, y_true)
-    weights = None
-    if sample_weight is not None:
-        weights = to_numpy(sample_weight, np.float64)[..., None]
-        if weights.ndim == y_true.ndim + 1 and weights.shape[-1] == 1:
-            weights = np.squeeze(weights, -1)
-    if top_k is not None:
-        y_pred = _filter_top_k(y_pred, top_k)
-    if class_id is not None:
-        if y_pred.ndim == 1:
-            raise ValueError(
-                "When class_id is provided, y_pred must have shape (num_samples, num_classes). "
-                f"Received y_pred.shape={y_pred.shape}."
-            )
-        y_true = y_true[..., class_id, None]
-        y_pred = y_pred[..., class_id, None]
-    if clip_predictions:
-        y_pred = np.clip(y_pred, 0.0, 1.0)
-    weights = np.ones(y_pred.shape) if weights is None else np.broadcast_to(weights, y_pred.shape)
-    if label_weights is not None:
-        weights = weights * np.broadcast_to(np.asarray(label_weights, np.float64), y_pred.shape)
-    positive = np.broadcast_to(y_true != 0, y_pred.shape)
-
-    if multi_label:
-        if y_pred.ndim != 2:
-            raise ValueError(
-                f"multi_label=True needs y_pred of rank 2, received y_pred.shape={y_pred.shape}."
-            )
-        num_labels = y_pred.shape[1]
-    else:
-        num_labels = 1
-    y_pred = y_pred.reshape(-1, num_labels)
-    positive = positive.reshape(-1, num_labels)
-    weights = weights.reshape(-1, num_labels)
-
-    thresholds = np.asarray(thresholds, dtype=dtype)
-    order = np.argsort(thresholds, kind="stable")
-    n = len(thresholds)
-    # Number of thresholds strictly below each prediction: it is positive for
-    # exactly those thresholds. NaN predictions are positive for none.
-    above = np.searchsorted(thresholds[order], y_pred.astype(dtype), side="left")
-    above[np.isnan(y_pred)] = 0
-    bins = (above + (n + 1) * np.arange(num_labels)).ravel()
-    size = (n + 1) * num_labels
-    pos_weights = np.where(positive, weights, 0.0).ravel()
-    neg_weights = np.where(positive, 0.0, weights).ravel()
-    pos_hist = np.bincount(bins, weights=pos_weights, minlength=size).reshape(num_labels, n + 1)
-    neg_hist = np.bincount(bins, weights=neg_weights, minlength=size).reshape(num_labels, n + 1)
-
-    def at_or_above(hist):
-        return np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, 1:]
-
-    def below(hist):
-        return np.cumsum(hist, axis=1)[:, :n]
-
-    counts = []
-    for sorted_count in (at_or_above(pos_hist), at_or_above(neg_hist), below(neg_hist), below(pos_hist)):
-        count = np.empty_like(sorted_count)
-        count[:, order] = sorted_count
-        counts.append(count.T if multi_label else count[0])
-    return tuple(counts)
+    def __init__(self, thresholds=None, name=None, dtype=None):
+        super().__init__("tp", thresholds=thresholds, name=name, dtype=dtype)
 
 
-class _ThresholdMetric(Metric):
-    """Precision/Recall state: true positives plus one kind of error per threshold."""
+class _PrecisionOrRecall(Metric):
+    """True positives and one kind of error per threshold; ``_error`` names it (``"fp"`` or ``"fn"``)."""
+
+    _error = None
 
     def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None):
         super().__init__(name=name, dtype=dtype)
         self.init_thresholds = thresholds
         self.top_k = top_k
         self.class_id = class_id
-        self.thresholds = _parse_thresholds(thresholds, 0.5 if top_k is None else NEG_INF)
-        self.reset_state()
-
-    def reset_state(self):
-        self.true_positives = np.zeros(len(self.thresholds))
-        self.errors = np.zeros(len(self.thresholds))
+        default = 0.5 if top_k is None else metrics_utils.NEG_INF
+        self.thresholds = metrics_utils.parse_init_thresholds(thresholds, default_threshold=default)
+        self._thresholds_distributed_evenly = metrics_utils.is_evenly_distributed_thresholds(self.thresholds)
+        shape = (len(self.thresholds),)
+        self.true_positives = self.add_variable(shape=shape, initializer="zeros", name="true_positives")
+        error_name = {"fp": "false_positives", "fn": "false_negatives"}[self._error]
+        setattr(self, error_name, self.add_variable(shape=shape, initializer="zeros", name=error_name))
+        self._errors = getattr(self, error_name)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        tp, fp, _, fn = confusion_counts(
-            y_true,
-            y_pred,
-            self.thresholds,
-            sample_weight=sample_weight,
-            top_k=self.top_k,
-            class_id=self.class_id,
-            dtype=self.dtype,
+        metrics_utils.update_confusion_matrix_variables(
+            {"tp": self.true_positives, self._error: self._errors}, y_true, y_pred, self.thresholds,
+            thresholds_distributed_evenly=self._thresholds_distributed_evenly, top_k=self.top_k,
+            class_id=self.class_id, sample_weight=sample_weight,
         )
-        self.true_positives += tp
-        self.errors += self._errors(fp, fn)
 
     def result(self):
-        value = divide_no_nan(self.true_positives, self.true_positives + self.errors)
-        return float(value[0]) if len(self.thresholds) == 1 else value
+        tp = self.true_positives.value
+        value = divide_no_nan(tp, tp + self._errors.value)
+        return self._as_result(value[0] if len(self.thresholds) == 1 else value)
 
     def get_config(self):
-        return {
-            **super().get_config(),
-            "thresholds": self.init_thresholds,
-            "top_k": self.top_k,
-            "class_id": self.class_id,
-        }
+        return {**super().get_config(), "thresholds": self.init_thresholds, "top_k": self.top_k,
+                "class_id": self.class_id}
 
 
-class Precision(_ThresholdMetric):
-    """``tp / (tp + fp)`` at each threshold (default 0.5).
+class Precision(_PrecisionOrRecall):
+    """``tp / (tp + fp)`` at each threshold (default 0.5), of the ``top_k`` scores or class ``class_id`` if given."""
 
-    top_k: only the k highest scores of each sample count as predicted positive.
-    class_id: restrict the metric to one column of ``(batch, classes)`` inputs.
-    """
-
-    def __init__(self, thresholds=None, top_k=None, class_id=None, name="precision", dtype=None):
-        super().__init__(thresholds, top_k, class_id, name=name, dtype=dtype)
-
-    @staticmethod
-    def _errors(false_positives, false_negatives):
-        return false_positives
-
-    @property
-    def false_positives(self):
-        return self.errors
+    _error = "fp"
 
 
-class Recall(_ThresholdMetric):
+class Recall(_PrecisionOrRecall):
     """``tp / (tp + fn)`` at each threshold (default 0.5); see ``Precision`` for the arguments."""
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None, name="recall", dtype=None):
-        super().__init__(thresholds, top_k, class_id, name=name, dtype=dtype)
+    _error = "fn"
 
-    @staticmethod
-    def _errors(false_positives, false_negatives):
-        return false_negatives
 
-    @property
-    def false_negatives(self):
-        return self.errors
+class SensitivitySpecificityBase(Metric):
+    """The four counts at ``num_thresholds`` thresholds spread over [0, 1] (one, 0.5, when ``num_thresholds`` is 1)."""
+
+    def __init__(self, value, num_thresholds=200, class_id=None, name=None, dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        if num_thresholds <= 0:
+            raise ValueError(f"Argument `num_thresholds` must be an integer > 0. "
+                             f"Received: num_thresholds={num_thresholds}")
+        self.value = value
+        self.class_id = class_id
+        if num_thresholds == 1:
+            self.thresholds = [0.5]
+            self._thresholds_distributed_evenly = False
+        else:
+            inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+            self.thresholds = [0.0] + inner + [1.0]
+            self._thresholds_distributed_evenly = True
+        shape = (len(self.thresholds),)
+        self.true_positives = self.add_variable(shape=shape, initializer="zeros", name="true_positives")
+        self.false_positives = self.add_variable(shape=shape, initializer="zeros", name="false_positives")
+        self.true_negatives = self.add_variable(shape=shape, initializer="zeros", name="true_negatives")
+        self.false_negatives = self.add_variable(shape=shape, initializer="zeros", name="false_negatives")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        metrics_utils.update_confusion_matrix_variables(
+            {"tp": self.true_positives, "tn": self.true_negatives, "fp": self.false_positives,
+             "fn": self.false_negatives}, y_true, y_pred, self.thresholds,
+            thresholds_distributed_evenly=self._thresholds_distributed_evenly, class_id=self.class_id,
+            sample_weight=sample_weight,
+        )
+
+    def _rates(self):
+        """Sensitivity (recall), specificity and precision at each threshold."""
+        tp, fp = self.true_positives.value, self.false_positives.value
+        tn, fn = self.true_negatives.value, self.false_negatives.value
+        return divide_no_nan(tp, tp + fn), divide_no_nan(tn, tn + fp), divide_no_nan(tp, tp + fp)
+
+    def _find_max_under_constraint(self, constrained, dependent):
+        """The largest ``dependent`` value where ``constrained >= value`` (0 where none is), compared in dtype."""
+        feasible = np.asarray(constrained, self.dtype) >= np.asarray(self.value, self.dtype)
+        return self._as_result(np.max(np.where(feasible, dependent, 0.0), initial=0.0))
+
+    def get_config(self):
+        return {**super().get_config(), "class_id": self.class_id}
+
+
+def _check_fraction(name, value):
+    if value < 0 or value > 1:
+        raise ValueError(f"Argument `{name}` must be in the range [0, 1]. Received: {name}={value}")
+
+
+class SensitivityAtSpecificity(SensitivitySpecificityBase):
+    """The best sensitivity (recall) at a threshold whose specificity is at least ``specificity``."""
+
+    def __init__(self, specificity, num_thresholds=200, class_id=None, name=None, dtype=None):
+        _check_fraction("specificity", specificity)
+        self.specificity = specificity
+        self.num_thresholds = num_thresholds
+        super().__init__(specificity, num_thresholds=num_thresholds, class_id=class_id, name=name, dtype=dtype)
+
+    def result(self):
+        sensitivity, specificity, _ = self._rates()
+        return self._find_max_under_constraint(specificity, sensitivity)
+
+    def get_config(self):
+        return {**super().get_config(), "num_thresholds": self.num_thresholds, "specificity": self.specificity}
+
+
+class SpecificityAtSensitivity(SensitivitySpecificityBase):
+    """The best specificity at a threshold whose sensitivity (recall) is at least ``sensitivity``."""
+
+    def __init__(self, sensitivity, num_thresholds=200, class_id=None, name=None, dtype=None):
+        _check_fraction("sensitivity", sensitivity)
+        self.sensitivity = sensitivity
+        self.num_thresholds = num_thresholds
+        super().__init__(sensitivity, num_thresholds=num_thresholds, class_id=class_id, name=name, dtype=dtype)
+
+    def result(self):
+        sensitivity, specificity, _ = self._rates()
+        return self._find_max_under_constraint(sensitivity, specificity)
+
+    def get_config(self):
+        return {**super().get_config(), "num_thresholds": self.num_thresholds, "sensitivity": self.sensitivity}
+
+
+class PrecisionAtRecall(SensitivitySpecificityBase):
+    """The best precision at a threshold whose recall is at least ``recall``."""
+
+    def __init__(self, recall, num_thresholds=200, class_id=None, name=None, dtype=None):
+        _check_fraction("recall", recall)
+        self.recall = recall
+        self.num_thresholds = num_thresholds
+        super().__init__(value=recall, num_thresholds=num_thresholds, class_id=class_id, name=name, dtype=dtype)
+
+    def result(self):
+        recall, _, precision = self._rates()
+        return self._find_max_under_constraint(recall, precision)
+
+    def get_config(self):
+        return {**super().get_config(), "num_thresholds": self.num_thresholds, "recall": self.recall}
+
+
+class RecallAtPrecision(SensitivitySpecificityBase):
+    """The best recall at a threshold whose precision is at least ``precision``."""
+
+    def __init__(self, precision, num_thresholds=200, class_id=None, name=None, dtype=None):
+        _check_fraction("precision", precision)
+        self.precision = precision
+        self.num_thresholds = num_thresholds
+        super().__init__(value=precision, num_thresholds=num_thresholds, class_id=class_id, name=name, dtype=dtype)
+
+    def result(self):
+        recall, _, precision = self._rates()
+        return self._find_max_under_constraint(precision, recall)
+
+    def get_config(self):
+        return {**super().get_config(), "num_thresholds": self.num_thresholds, "precision": self.precision}

@@ -1,23 +1,24 @@
-"""Stateful metrics in plain NumPy: the ``Metric`` base, ``Sum``, ``Mean`` and ``MeanMetricWrapper``.
-
-Metrics never touch a ``GradientTape``: they accumulate float64 NumPy state
-between ``reset_state()`` calls and report it through ``result()``.
-"""
+"""The ``Metric`` base (state in non-trainable Variables, Keras's stateful and stateless API) and NumPy helpers."""
+# Metrics never touch a GradientTape: built-in metrics compute in NumPy and accumulate into Variables of the
+# metric's dtype between reset_state() calls.
 import re
 
 import numpy as np
 
-from kgraph import backend
+from kgraph import backend, initializers
+from kgraph.backend.variable import Variable
 
 
-def _snake_case(name):
+def to_snake_case(name):
+    """Keras's snake_case of a class name (``MeanIoU`` -> ``mean_io_u``)."""
+    name = re.sub(r"\W+", "", name)
     name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def to_numpy(x, dtype=None):
     """Return ``x`` (array, Variable, list or number) as an ndarray."""
-    if hasattr(x, "value") and not isinstance(x, np.ndarray):
+    if isinstance(x, Variable):
         x = x.value
     return np.asarray(x, dtype=dtype)
 
@@ -47,37 +48,60 @@ def divide_no_nan(numerator, denominator):
     return out
 
 
-def reduce_to_samplewise_values(values, sample_weight, reduce_fn):
-    """Weight ``values`` and reduce them to one value per sample, like Keras.
+def sigmoid(x):
+    """``1 / (1 + exp(-x))`` without overflow."""
+    return np.exp(-np.logaddexp(0.0, -x))
 
-    Returns ``(values, sample_weight)``; ``sample_weight`` is reduced to one
-    weight per sample as well (or stays ``None``).
-    """
-    values = to_numpy(values, np.float64)
-    if sample_weight is not None:
-        sample_weight = to_numpy(sample_weight, np.float64)
-        values, sample_weight = squeeze_or_expand_to_same_rank(values, sample_weight)
-        weight_ndim = sample_weight.ndim
-        if values.ndim > weight_ndim:
-            values = reduce_fn(values, axis=tuple(range(weight_ndim, values.ndim)))
-        sample_weight = np.broadcast_to(sample_weight, values.shape)
-        values = values * sample_weight
-        if weight_ndim > 1:
-            sample_weight = reduce_fn(sample_weight, axis=tuple(range(1, weight_ndim)))
-    if values.ndim > 1:
-        values = reduce_fn(values, axis=tuple(range(1, values.ndim)))
-    return values, sample_weight
+
+def _auto_name(cls):
+    from kgraph.utils import naming  # deferred: kgraph.utils imports the trainers, which import the metrics
+    return naming.uniquify(to_snake_case(cls.__name__))
 
 
 class Metric:
-    """Base class: subclasses implement ``update_state``, ``result`` and ``reset_state``.
+    """Base class: ``__init__`` adds state Variables, ``update_state`` assigns them, ``result`` reads them."""
 
-    Calling a metric updates it and returns the new result.
-    """
+    def __init__(self, dtype=None, name=None):
+        self._variables = []
+        self._metrics = []
+        self.name = name or _auto_name(type(self))
+        self._dtype = backend.standardize_dtype(dtype)
 
-    def __init__(self, name=None, dtype=None):
-        self.name = name or _snake_case(type(self).__name__)
-        self.dtype = dtype or backend.floatx()
+    def __setattr__(self, name, value):
+        # Variables and metrics assigned as attributes are tracked, as Keras's Tracker does.
+        if isinstance(value, (Variable, Metric)) and "_metrics" in self.__dict__:
+            store = self._variables if isinstance(value, Variable) else self._metrics
+            if not any(value is known for known in store):
+                store.append(value)
+        super().__setattr__(name, value)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def variables(self):
+        """This metric's Variables, then those of the metrics it holds."""
+        variables = list(self._variables)
+        for metric in self._metrics:
+            variables.extend(metric.variables)
+        return variables
+
+    def add_variable(self, shape, initializer, dtype=None, aggregation="sum", name=None):
+        """Create a non-trainable state Variable (``aggregation`` is accepted for Keras; kgraph runs on one device)."""
+        if "_metrics" not in self.__dict__:
+            raise RuntimeError("You forgot to call `super().__init__()` in the `__init__()` method. Go add it!")
+        dtype = backend.standardize_dtype(dtype)
+        shape = tuple(shape)
+        value = initializers.get(initializer)(shape, dtype=dtype)
+        name = name or "variable"
+        variable = Variable(value, name=name, trainable=False, dtype=dtype, path=f"{self.name}/{name}")
+        self._variables.append(variable)
+        return variable
+
+    def add_weight(self, shape=(), initializer=None, dtype=None, name=None):
+        """Keras's older alias of ``add_variable``."""
+        return self.add_variable(shape=shape, initializer=initializer, dtype=dtype, name=name)
 
     def update_state(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must implement update_state().")
@@ -86,7 +110,54 @@ class Metric:
         raise NotImplementedError(f"{type(self).__name__} must implement result().")
 
     def reset_state(self):
-        raise NotImplementedError(f"{type(self).__name__} must implement reset_state().")
+        """Set every state Variable to zeros."""
+        for variable in self.variables:
+            variable.assign(np.zeros(variable.shape, dtype=variable.dtype))
+
+    def _swap_in(self, values):
+        """Assign ``values`` to ``variables`` one to one; return the values they held."""
+        variables = self.variables
+        if len(values) != len(variables):
+            raise ValueError(
+                "Argument `metric_variables` must be a list of tensors corresponding 1:1 to "
+                f"{type(self).__name__}().variables. Received list with length {len(values)}, "
+                f"but expected {len(variables)} variables."
+            )
+        previous = [variable.value for variable in variables]
+        for variable, value in zip(variables, values):
+            variable.assign(to_numpy(value))
+        return previous
+
+    def _restore(self, previous):
+        for variable, value in zip(self.variables, previous):
+            variable.assign(value)
+
+    def stateless_update_state(self, metric_variables, *args, **kwargs):
+        """The state values ``update_state`` would give from ``metric_variables``; the metric's state is unchanged."""
+        previous = self._swap_in(metric_variables)
+        try:
+            self.update_state(*args, **kwargs)
+            return [variable.numpy() for variable in self.variables]
+        finally:
+            self._restore(previous)
+
+    def stateless_result(self, metric_variables):
+        """``result()`` computed from ``metric_variables``; the metric's state is unchanged."""
+        previous = self._swap_in(metric_variables)
+        try:
+            value = self.result()
+            return value.numpy() if isinstance(value, Variable) else value
+        finally:
+            self._restore(previous)
+
+    def stateless_reset_state(self):
+        """The state values ``reset_state`` would give; the metric's state is unchanged."""
+        previous = [variable.value for variable in self.variables]
+        try:
+            self.reset_state()
+            return [variable.numpy() for variable in self.variables]
+        finally:
+            self._restore(previous)
 
     def __call__(self, *args, **kwargs):
         self.update_state(*args, **kwargs)
@@ -99,77 +170,9 @@ class Metric:
     def from_config(cls, config):
         return cls(**config)
 
+    def _as_result(self, value):
+        """``value`` in the metric's dtype: a NumPy scalar, or an array for several values."""
+        return np.asarray(value, dtype=self.dtype)[()]
+
     def __repr__(self):
-        return f"<{type(self).__name__} name={self.name!r}>"
-
-
-class Sum(Metric):
-    """The (weighted) sum of all values seen."""
-
-    def __init__(self, name="sum", dtype=None):
-        super().__init__(name=name, dtype=dtype)
-        self.reset_state()
-
-    def update_state(self, values, sample_weight=None):
-        values, _ = reduce_to_samplewise_values(values, sample_weight, np.sum)
-        self.total += float(np.sum(values))
-
-    def result(self):
-        return self.total
-
-    def reset_state(self):
-        self.total = 0.0
-
-
-class Mean(Metric):
-    """The (weighted) mean of all values seen: ``total / count``."""
-
-    def __init__(self, name="mean", dtype=None):
-        super().__init__(name=name, dtype=dtype)
-        self.reset_state()
-
-    def update_state(self, values, sample_weight=None):
-        values, sample_weight = reduce_to_samplewise_values(values, sample_weight, np.mean)
-        self.total += float(np.sum(values))
-        if sample_weight is not None:
-            self.count += float(np.sum(sample_weight))
-        else:
-            self.count += values.shape[0] if values.ndim >= 1 else 1
-
-    def result(self):
-        return self.total / self.count if self.count else 0.0
-
-    def reset_state(self):
-        self.total = 0.0
-        self.count = 0.0
-
-
-class MeanMetricWrapper(Mean):
-    """The running mean of a per-sample function ``fn(y_true, y_pred, **kwargs)``.
-
-    fn: must be a module-level function so that the metric pickles.
-    """
-
-    def __init__(self, fn, name=None, dtype=None, **kwargs):
-        super().__init__(name=name or getattr(fn, "__name__", None), dtype=dtype)
-        self._fn = fn
-        self._fn_kwargs = kwargs
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        values = self._fn(y_true, y_pred, **self._fn_kwargs)
-        super().update_state(values, sample_weight=sample_weight)
-
-    def get_config(self):
-        config = super().get_config()
-        if type(self) is MeanMetricWrapper:
-            config["fn"] = getattr(self._fn, "__name__", None)
-        config.update(self._fn_kwargs)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("fn"), str):
-            from kgraph.metrics import get_function
-            config["fn"] = get_function(config["fn"])
-        return cls(**config)
+        return f"<{type(self).__name__} name={self.name}>"

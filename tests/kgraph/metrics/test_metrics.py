@@ -136,7 +136,7 @@ def test_auc_pr_summation_methods_weights_and_reset():
     assert weighted.result() == pytest.approx(1.0)
     weighted.reset_state()
     assert weighted.result() == 0.0
-    assert np.all(weighted.true_positives == 0)
+    assert np.all(np.asarray(weighted.true_positives) == 0)
     logits = metrics.AUC(num_thresholds=3, from_logits=True)
     logits.update_state(y_true, [-9.0, 0.0, -0.8, 2.2])
     assert logits.result() == pytest.approx(0.75)
