@@ -267,7 +267,5 @@ def _entries(entry):
 def _resolve_metric(spec, y_true, y_pred, loss):
     if isinstance(spec, str) and spec in ("accuracy", "acc"):
         return metrics_module.resolve_accuracy(spec, np.shape(y_true), tuple(y_pred.shape), loss)
-    metric = metrics_module.get(spec)
-    if isinstance(metric, metrics_module.Metric):
-        return metric
-    return metrics_module.MeanMetricWrapper(metric, name=getattr(metric, "__name__", None))
+    # get() wraps a function or loss as Keras's compile does: a MeanMetricWrapper named after it.
+    return metrics_module.get(spec)
