@@ -8,6 +8,7 @@ from kgraph import (  # noqa: I001 (the engine first: the layers build on it)
     backend,
     callbacks,
     config,
+    constraints,
     initializers,
     layers,
     losses,
@@ -45,8 +46,9 @@ def version() -> str:
 
 __all__ = ["GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor", "Layer", "Loss", "Metric", "Model",
            "Operation", "Optimizer", "Regularizer", "Sequential", "Variable", "__version__", "activations",
-           "backend", "callbacks", "config", "initializers", "layers", "load_model", "losses", "metrics", "models",
-           "ops", "optimizers", "random", "regularizers", "saving", "tree", "utils", "value_and_grad", "version"]
+           "backend", "callbacks", "config", "constraints", "initializers", "layers", "load_model", "losses",
+           "metrics", "models", "ops", "optimizers", "random", "regularizers", "saving", "tree", "utils",
+           "value_and_grad", "version"]
 
 
 def __dir__():

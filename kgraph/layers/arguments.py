@@ -7,12 +7,14 @@ def serialize_regularizer(regularizer):
     return regularizers.serialize(regularizer) if regularizer is not None else None
 
 
-def reject_unsupported(layer, **arguments):
-    """Raise if a Keras argument kgraph does not implement (constraints, activity regularizers) is set."""
+def reject_unsupported(layer, allowed=(None,), **arguments):
+    """Raise, naming it, if a Keras argument kgraph does not implement has a value other than ``allowed`` (the
+    values that leave Keras's computation unchanged; None by default)."""
     for name, value in arguments.items():
-        if value is not None:
+        if not any(value is a or (isinstance(value, (bool, str)) and value == a) for a in allowed):
+            expected = " or ".join(f"{name}={a!r}" for a in allowed)
             raise ValueError(f"Layer '{layer.name}' ({type(layer).__name__}) does not support `{name}` in kgraph; "
-                             f"expected {name}=None. Received: {name}={value!r}")
+                             f"expected {expected}. Received: {name}={value!r}")
 
 
 def check_data_format(layer, data_format):

@@ -41,6 +41,8 @@ class Layer(Operation):
     _call_accepts_training = True
     _call_accepts_mask = False
     _call_mask_arguments = ()
+    _call_first_argument = "inputs"
+    _spec_arguments = None  # compute_output_spec's keyword names; None: it takes any
     # Layers that pass a mask through unchanged set this (Keras's supports_masking=True in __init__).
     _masking = False
 
@@ -56,17 +58,28 @@ class Layer(Operation):
         cls._call_accepts_mask = "mask" in params
         cls._call_mask_arguments = tuple(name[:-5] for name in params if name.endswith("_mask") and
                                          name[:-5] in params)
+        # As Keras: the first argument of `call` is the input, whether passed by position or by keyword.
+        first = next((p for name, p in params.items() if name != "self"), None)
+        cls._call_first_argument = first.name if first is not None and first.kind is first.POSITIONAL_OR_KEYWORD \
+            else None
+        spec = inspect.signature(cls.compute_output_spec).parameters
+        cls._spec_arguments = None if any(p.kind is p.VAR_KEYWORD for p in spec.values()) else frozenset(spec)
 
     def __init__(self, trainable=True, name=None, dtype=None, input_shape=None, batch_size=None,
-                 input_dim=None, batch_input_shape=None, **kwargs):
+                 input_dim=None, batch_input_shape=None, activity_regularizer=None, autocast=True, **kwargs):
+        from kgraph import regularizers
         if kwargs:
-            raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}: {kwargs}")
+            # Keras's error: every argument a layer does not take is refused by name.
+            raise ValueError(f"Unrecognized keyword arguments passed to {type(self).__name__}: {kwargs}")
         if name is not None and (not isinstance(name, str) or "/" in name or not name):
             raise ValueError(f"Argument `name` must be a non-empty string without '/'. Received: name={name!r}")
         object.__setattr__(self, "_layers", [])
         self.name = name or naming.uniquify(naming.to_snake_case(type(self).__name__))
         self._trainable = bool(trainable)
         self.dtype = backend.standardize_dtype(dtype)
+        self.activity_regularizer = regularizers.get(activity_regularizer)
+        # autocast=False: floating inputs keep their dtype instead of being cast to the layer's (Keras's rule).
+        self.autocast = bool(autocast)
         self.built = False
         self.input_spec = None
         # As in Keras 3: a layer that defines compute_mask supports masking; others set it themselves.
@@ -116,8 +129,8 @@ class Layer(Operation):
     # ----- weights --------------------------------------------------------
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, regularizer=None,
                    constraint=None, name=None):
-        """Create a weight Variable owned by this layer."""
-        from kgraph import initializers, regularizers
+        """Create a weight Variable owned by this layer; an optimizer applies ``constraint`` after each update."""
+        from kgraph import constraints, initializers, regularizers
         shape = tuple(int(d) for d in (shape or ()))
         dtype = backend.standardize_dtype(dtype or self.dtype)
         if initializer is None:
@@ -125,6 +138,7 @@ class Layer(Operation):
         value = initializers.get(initializer)(shape, dtype=dtype)
         name = name or f"variable_{len(self._trainable_variables) + len(self._non_trainable_variables)}"
         variable = Variable(value, name=name, trainable=trainable, dtype=dtype, path=f"{self.name}/{name}")
+        variable.constraint = constraints.get(constraint)
         (self._trainable_variables if trainable else self._non_trainable_variables).append(variable)
         if regularizer is not None:
             self._regularized.append((variable, regularizers.get(regularizer)))
@@ -284,8 +298,7 @@ class Layer(Operation):
 
     def __call__(self, *args, **kwargs):
         if not args:
-            raise ValueError(f"Layer '{self.name}' was called without inputs. Pass the inputs as the "
-                             "first positional argument.")
+            args, kwargs = self._input_from_keywords(kwargs)
         if len(args) == 1 and not kwargs:
             symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten(args[0]))
         else:
@@ -294,12 +307,38 @@ class Layer(Operation):
         if "training" in kwargs and not self._call_accepts_training:
             kwargs = {k: v for k, v in kwargs.items() if k != "training"}
         if symbolic:
-            self._maybe_build(args)
-            assert_input_compatibility(self.input_spec, args[0], self.name)
-            outputs = self.compute_output_spec(*args, **kwargs)
-            Node(self, args, kwargs, outputs)
-            masking.set_symbolic_masks(self, args, kwargs, outputs)
-            return outputs
+            return self._symbolic_call(args, kwargs)
+        return self._eager_call(args, kwargs)
+
+    def _input_from_keywords(self, kwargs):
+        """``(args, kwargs)`` with the first argument of ``call``, given by keyword, moved into ``args``."""
+        name = self._call_first_argument
+        if name is None or name not in kwargs:
+            raise ValueError(f"Layer '{self.name}' was called without inputs. Pass the inputs as the first "
+                             f"argument of `call`{f' (`{name}`)' if name else ''}, by position or by keyword.")
+        kwargs = dict(kwargs)
+        return (kwargs.pop(name),), kwargs
+
+    def _symbolic_call(self, args, kwargs):
+        self._maybe_build(args)
+        assert_input_compatibility(self.input_spec, args[0], self.name)
+        previous, extra = masking.mask_arguments(self, args, kwargs, masking.keras_mask)
+        # As Keras: the mask arguments that are filled in also reach the output-spec inference.
+        if self._spec_arguments is not None:
+            extra = {k: v for k, v in extra.items() if k in self._spec_arguments}
+        outputs = self.compute_output_spec(*args, **kwargs, **extra)
+        Node(self, args, kwargs, outputs)
+        masking.set_symbolic_masks(self, args[0], previous, outputs)
+        return outputs
+
+    def _eager_call(self, args, kwargs):
+        if type(args[0]) is np.ndarray and not self._call_mask_arguments:
+            previous, extra = None, None  # a plain ndarray carries no mask: the common case, kept cheap
+        else:
+            # Read before the inputs are converted: a converted array is a new object, without the mask.
+            previous, extra = masking.mask_arguments(self, args, kwargs, masking.keras_mask)
+        if extra:
+            kwargs = {**kwargs, **extra}
         args = (tree.map_structure(self._convert_input, args[0]),) + args[1:]
         self._maybe_build(args)
         outermost = _call_depth[0] == 0
@@ -308,15 +347,33 @@ class Layer(Operation):
                 layer._losses.clear()
         _call_depth[0] += 1
         try:
-            return self.call(*args, **kwargs)
+            outputs = self.call(*args, **kwargs)
         finally:
             _call_depth[0] -= 1
+        if self.activity_regularizer is not None:
+            self._add_activity_losses(outputs)
+        if kwargs.get("mask") is not None:
+            previous = kwargs["mask"]
+        elif previous is None and type(self).compute_mask is Layer.compute_mask:
+            return outputs  # no mask to pass on and none of its own
+        return masking.set_eager_masks(self, args[0], previous, outputs)
+
+    def _add_activity_losses(self, outputs):
+        """Keras's activity penalty: ``activity_regularizer(output) / batch_size`` for each output array."""
+        from kgraph import ops
+        for output in tree.flatten(outputs):
+            if isinstance(output, np.ndarray):
+                loss = self.activity_regularizer(output)
+                if output.ndim > 0:
+                    # Divided by the batch size, so the strength does not depend on it (0 for an empty batch).
+                    loss = ops.divide_no_nan(loss, np.asarray(output.shape[0], dtype=np.asarray(loss).dtype))
+                self.add_loss(loss)
 
     def _convert_input(self, x):
         if type(x) is np.ndarray and _autodiff._active_tapes:
             x = _autodiff.on_tape(x)
         if isinstance(x, (np.ndarray, Variable)):
-            if x.dtype != self.compute_dtype and np.issubdtype(np.dtype(x.dtype), np.floating) \
+            if self.autocast and x.dtype != self.compute_dtype and np.issubdtype(np.dtype(x.dtype), np.floating) \
                     and np.issubdtype(np.dtype(self.compute_dtype), np.floating):
                 from kgraph import ops
                 return ops.cast(x, self.compute_dtype)
@@ -363,6 +420,9 @@ class Layer(Operation):
     # ----- serialization ----------------------------------------------------
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self.activity_regularizer is not None:
+            from kgraph import regularizers
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
         return config

@@ -255,6 +255,10 @@ class Optimizer:
             if scratch is None or scratch.shape != value.shape or scratch.dtype != value.dtype:
                 scratch = self._scratch[i] = np.empty_like(value)
             self.update_step(gradient, value, [slots[i].value for slots in slot_lists], learning_rate, scratch)
+            # As Keras: a variable's constraint (set by Layer.add_weight) projects it after its update.
+            constraint = getattr(variable, "constraint", None)
+            if constraint is not None:
+                variable.assign(constraint(variable))
         self.iterations += 1
 
     def _filter_empty_gradients(self, grads, variables):

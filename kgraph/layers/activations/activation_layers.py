@@ -1,8 +1,10 @@
 """Activation layers with arguments: ReLU, LeakyReLU, PReLU, ELU, Softmax."""
+import warnings
+
 import numpy as np
 
-from kgraph import initializers, ops, regularizers
-from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
+from kgraph import constraints, initializers, ops, regularizers
+from kgraph.layers.arguments import serialize_regularizer
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 
@@ -63,6 +65,9 @@ class LeakyReLU(_Elementwise):
     """``x`` for ``x >= 0``, ``negative_slope * x`` otherwise."""
 
     def __init__(self, negative_slope=0.3, **kwargs):
+        if "alpha" in kwargs:  # Keras's deprecated name of the argument
+            negative_slope = kwargs.pop("alpha")
+            warnings.warn("Argument `alpha` is deprecated. Use `negative_slope` instead.", stacklevel=2)
         super().__init__(**kwargs)
         if not _is_number(negative_slope) or negative_slope < 0:
             raise ValueError("The negative_slope value of a Leaky ReLU layer cannot be None or negative value. "
@@ -84,9 +89,9 @@ class PReLU(_Elementwise):
     def __init__(self, alpha_initializer="Zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
                  **kwargs):
         super().__init__(**kwargs)
-        reject_unsupported(self, alpha_constraint=alpha_constraint)
         self.alpha_initializer = initializers.get(alpha_initializer)
         self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.alpha_constraint = constraints.get(alpha_constraint)
         if shared_axes is None:
             self.shared_axes = None
         else:
@@ -108,7 +113,8 @@ class PReLU(_Elementwise):
             raise ValueError(f"Layer '{self.name}': the non-shared axes of the input must be defined. "
                              f"Received: input_shape={tuple(input_shape)}, shared_axes={self.shared_axes}")
         self.alpha = self.add_weight(shape=shape, initializer=self.alpha_initializer,
-                                     regularizer=self.alpha_regularizer, name="alpha")
+                                     regularizer=self.alpha_regularizer, constraint=self.alpha_constraint,
+                                     name="alpha")
         self.input_spec = InputSpec(ndim=rank, axes={i: input_shape[i] for i in range(1, rank) if i not in shared})
         self.built = True
 
@@ -119,7 +125,8 @@ class PReLU(_Elementwise):
         config = super().get_config()
         config.update({"alpha_initializer": initializers.serialize(self.alpha_initializer),
                        "alpha_regularizer": serialize_regularizer(self.alpha_regularizer),
-                       "alpha_constraint": None, "shared_axes": self.shared_axes})
+                       "alpha_constraint": constraints.serialize(self.alpha_constraint),
+                       "shared_axes": self.shared_axes})
         return config
 
 

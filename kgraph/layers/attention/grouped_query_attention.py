@@ -3,9 +3,9 @@ import math
 
 import numpy as np
 
-from kgraph import initializers, ops, regularizers
+from kgraph import constraints, initializers, ops, regularizers
 from kgraph.graph.keras_tensor import KerasTensor
-from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
+from kgraph.layers.arguments import serialize_regularizer
 from kgraph.layers.attention.multi_head_attention import causal_mask, large_negative
 from kgraph.layers.core.einsum_dense import EinsumDense
 from kgraph.layers.layer import Layer
@@ -22,7 +22,8 @@ class GroupQueryAttention(Layer):
     positions ``j`` with ``|i - j| < w``. Masked positions get probability 0,
     and a query that may see no position gets all-zero probabilities (as on
     Keras's path that returns the scores). ``flash_attention`` is accepted
-    for Keras compatibility: the values do not depend on it.
+    for Keras compatibility: the values do not depend on it. As in Keras,
+    ``activity_regularizer`` penalizes each projection and the layer's outputs.
     """
 
     _masking = True  # the output keeps the query's mask
@@ -31,9 +32,7 @@ class GroupQueryAttention(Layer):
                  sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
-                           bias_constraint=bias_constraint)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         for argument, value in (("head_dim", head_dim), ("num_query_heads", num_query_heads),
                                 ("num_key_value_heads", num_key_value_heads)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
@@ -60,6 +59,9 @@ class GroupQueryAttention(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self._flash_attention = bool(flash_attention)
 
     def __call__(self, query, value=None, key=None, **kwargs):
         if value is None:
@@ -70,14 +72,15 @@ class GroupQueryAttention(Layer):
         return super().__call__(*args, **kwargs)
 
     def _dense(self, equation, heads, bias_axes, name, input_shape, activation=None):
-        """A projection sublayer with its own copies of the initializers and regularizers, built."""
+        """A projection sublayer with its own copies of the initializers, the regularizers and constraints, built."""
         layer = EinsumDense(
             equation, output_shape=(None,) + heads, bias_axes=bias_axes if self.use_bias else None,
             activation=activation, name=name,
             kernel_initializer=initializers.get(initializers.serialize(self.kernel_initializer)),
             bias_initializer=initializers.get(initializers.serialize(self.bias_initializer)),
             kernel_regularizer=self.kernel_regularizer, bias_regularizer=self.bias_regularizer,
-            dtype=self.dtype)
+            activity_regularizer=self.activity_regularizer, kernel_constraint=self.kernel_constraint,
+            bias_constraint=self.bias_constraint, dtype=self.dtype)
         layer.build(input_shape)
         return layer
 
@@ -134,6 +137,9 @@ class GroupQueryAttention(Layer):
 
     def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None, attention_mask=None,
              return_attention_scores=False, training=None, use_causal_mask=False):
+        if self._flash_attention and return_attention_scores:
+            raise ValueError("Returning attention scores is not supported when flash attention is enabled. "
+                             "Please disable flash attention to access attention scores.")
         key = value if key is None else key
         mask = self._attention_mask(query, value, query_mask, value_mask, key_mask, attention_mask, use_causal_mask)
         gate = self.gate_dense(query) if self.use_gate else None
@@ -178,6 +184,8 @@ class GroupQueryAttention(Layer):
             "kernel_initializer": initializers.serialize(self.kernel_initializer),
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
-            "bias_regularizer": serialize_regularizer(self.bias_regularizer), "seed": self.seed,
+            "bias_regularizer": serialize_regularizer(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint), "seed": self.seed,
         })
         return config

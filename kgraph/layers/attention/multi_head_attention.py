@@ -3,8 +3,9 @@ import math
 
 import numpy as np
 
-from kgraph import initializers, ops, regularizers
+from kgraph import constraints, initializers, ops, regularizers
 from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.layer import Layer
 from kgraph.random import generator
 
@@ -42,14 +43,25 @@ class MultiHeadAttention(Layer):
     *output_shape)`` and bias ``output_shape``. Masked positions (False in
     ``attention_mask`` or above the diagonal with ``use_causal_mask``) score
     -1e9 before the softmax and get probability 0 after it.
+
+    As in Keras, ``activity_regularizer`` penalizes the four projections (the
+    query, key and value heads and the output), each divided by the batch
+    size; ``flash_attention`` does not change the values.
     """
 
     _masking = True  # the output keeps the query's mask
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
-                 attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, seed=None, **kwargs):
+                 attention_axes=None, sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None, **kwargs):
         super().__init__(**kwargs)
+        # The ONNX converter of this layer (export) implements neither the band mask nor the gate.
+        reject_unsupported(self, sliding_window=sliding_window)
+        reject_unsupported(self, allowed=(False,), use_gate=use_gate)
+        if flash_attention and dropout > 0.0:
+            raise ValueError("Dropout is not supported when flash attention is enabled. "
+                             "Please set dropout to 0.0 to use flash attention.")
         for argument, value in (("num_heads", num_heads), ("key_dim", key_dim)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
                 raise ValueError(f"MultiHeadAttention layer '{self.name}' expects `{argument}` to be a positive "
@@ -73,6 +85,11 @@ class MultiHeadAttention(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer) if kernel_regularizer else None
         self.bias_regularizer = regularizers.get(bias_regularizer) if bias_regularizer else None
+        # Keras gives it to the projection sublayers, not to the layer's own output.
+        self._activity_regularizer = regularizers.get(activity_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self._flash_attention = bool(flash_attention)
         self.seed = seed
         self._rng = np.random.default_rng(seed) if seed is not None else None
 
@@ -92,9 +109,11 @@ class MultiHeadAttention(Layer):
 
     def _projection(self, name, input_dim, depth):
         kernel = self.add_weight(shape=(input_dim, self.num_heads, depth), initializer=self.kernel_initializer,
-                                 regularizer=self.kernel_regularizer, name=f"{name}_kernel")
+                                 regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+                                 name=f"{name}_kernel")
         bias = self.add_weight(shape=(self.num_heads, depth), initializer=self.bias_initializer,
-                               regularizer=self.bias_regularizer, name=f"{name}_bias") if self.use_bias else None
+                               regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                               name=f"{name}_bias") if self.use_bias else None
         return kernel, bias
 
     def build(self, query_shape, value_shape, key_shape=None):
@@ -108,9 +127,9 @@ class MultiHeadAttention(Layer):
         out_shape = self._output_shape or (int(query_shape[-1]),)
         self.output_kernel = self.add_weight(
             shape=(self.num_heads, self.value_dim) + out_shape, initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer, name="attention_output_kernel")
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint, name="attention_output_kernel")
         self.output_bias = self.add_weight(shape=out_shape, initializer=self.bias_initializer,
-                                           regularizer=self.bias_regularizer,
+                                           regularizer=self.bias_regularizer, constraint=self.bias_constraint,
                                            name="attention_output_bias") if self.use_bias else None
         self.built = True
 
@@ -135,8 +154,16 @@ class MultiHeadAttention(Layer):
         """Project ``(B, T, dim)`` to ``(B, heads, T, depth)`` with one matmul."""
         dim, heads, depth = kernel.shape
         flat_bias = None if bias is None else ops.reshape(bias, (heads * depth,))
-        y = ops.dense(x, ops.reshape(kernel, (dim, heads * depth)), flat_bias)
-        return ops.transpose(ops.reshape(y, (x.shape[0], x.shape[1], heads, depth)), (0, 2, 1, 3))
+        y = ops.reshape(ops.dense(x, ops.reshape(kernel, (dim, heads * depth)), flat_bias),
+                        (x.shape[0], x.shape[1], heads, depth))
+        self._add_projection_loss(y)
+        return ops.transpose(y, (0, 2, 1, 3))
+
+    def _add_projection_loss(self, projection):
+        """Keras's activity penalty of one projection ``(B, T, ...)``: ``activity_regularizer(p) / B``."""
+        if self._activity_regularizer is not None:
+            loss = self._activity_regularizer(projection)
+            self.add_loss(ops.divide_no_nan(loss, np.asarray(projection.shape[0], dtype=np.asarray(loss).dtype)))
 
     def _mask(self, attention_mask, use_causal_mask, batch, query_length, value_length):
         """A boolean mask broadcastable to ``(B, heads, T, S)``, or None."""
@@ -157,6 +184,9 @@ class MultiHeadAttention(Layer):
 
     def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None, attention_mask=None,
              return_attention_scores=False, training=None, use_causal_mask=False):
+        if self._flash_attention and return_attention_scores:
+            raise ValueError("Returning attention scores is not supported when flash attention is enabled. "
+                             "Please disable flash attention to access attention scores.")
         value = self._convert_input(value)
         key = value if key is None else self._convert_input(key)
         attention_mask = _with_sequence_masks(attention_mask, query_mask, value_mask, key_mask)
@@ -187,6 +217,7 @@ class MultiHeadAttention(Layer):
         output = ops.dense(context, ops.reshape(self.output_kernel, (self.num_heads * self.value_dim, out_size)),
                            flat_bias)
         output = ops.reshape(output, (batch, steps) + self.output_dims)
+        self._add_projection_loss(output)
         if return_attention_scores:
             return output, probabilities
         return output
@@ -214,6 +245,9 @@ class MultiHeadAttention(Layer):
             "kernel_regularizer": regularizers.serialize(self.kernel_regularizer) if self.kernel_regularizer
             else None,
             "bias_regularizer": regularizers.serialize(self.bias_regularizer) if self.bias_regularizer else None,
+            "activity_regularizer": serialize_regularizer(self._activity_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
             "seed": self.seed,
         })
         return config

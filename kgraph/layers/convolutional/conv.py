@@ -1,7 +1,7 @@
 """Convolution layers: Conv1D, Conv2D, with Keras's arguments and kernel layout (transposed ones in conv_transpose)."""
 import numpy as np
 
-from kgraph import activations, initializers, ops, regularizers
+from kgraph import activations, constraints, initializers, ops, regularizers
 from kgraph.layers.arguments import check_data_format, check_padding, reject_unsupported, serialize_regularizer
 from kgraph.layers.input_spec import InputSpec, assert_input_compatibility
 from kgraph.layers.layer import Layer
@@ -46,10 +46,10 @@ class BaseConv(Layer):
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,
                  groups=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
-                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(**kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
-                           bias_constraint=bias_constraint)
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, lora_rank=None,
+                 lora_alpha=None, **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        reject_unsupported(self, lora_rank=lora_rank, lora_alpha=lora_alpha)
         if not isinstance(filters, (int, np.integer)) or filters <= 0:
             raise ValueError(f"Invalid value for argument `filters` of layer '{self.name}'. Expected a strictly "
                              f"positive integer. Received filters={filters}.")
@@ -73,6 +73,8 @@ class BaseConv(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
     def build(self, input_shape):
@@ -83,9 +85,10 @@ class BaseConv(Layer):
                              f"shape is {tuple(input_shape)}).")
         self.kernel = self.add_weight(shape=self.kernel_size + (channels // self.groups, self.filters),
                                       initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-                                      name="kernel")
+                                      constraint=self.kernel_constraint, name="kernel")
         self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                    name="bias") if self.use_bias else None
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: channels})
         self.built = True
 
@@ -100,10 +103,12 @@ class BaseConv(Layer):
         """Whether ``pool(self(x))`` can run as one ``ops.conv_max_pool``.
 
         It can for a relu or no activation followed by max pooling over
-        adjacent, non-overlapping windows with "valid" padding.
+        adjacent, non-overlapping windows with "valid" padding, when neither
+        layer has an activity regularizer (the fused op skips both calls).
         """
         from kgraph.layers.pooling.pooling import BasePooling
         return (type(self).call is BaseConv.call and isinstance(pool, BasePooling)
+                and self.activity_regularizer is None and pool.activity_regularizer is None
                 and type(pool).call is BasePooling.call and type(pool).pool_function is ops.max_pool
                 and pool.rank == self.rank and pool.strides == pool.pool_size and pool.padding == "valid"
                 and self.activation in (activations.relu, activations.linear)
@@ -136,6 +141,8 @@ class BaseConv(Layer):
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
             "bias_regularizer": serialize_regularizer(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
         return config
 

@@ -1,8 +1,8 @@
 """Transposed convolutions: Conv1DTranspose, Conv2DTranspose, Conv3DTranspose, with Keras's arguments and kernels."""
 import numpy as np
 
-from kgraph import activations, initializers, ops, regularizers
-from kgraph.layers.arguments import check_data_format, check_padding, reject_unsupported, serialize_regularizer
+from kgraph import activations, constraints, initializers, ops, regularizers
+from kgraph.layers.arguments import check_data_format, check_padding, serialize_regularizer
 from kgraph.layers.convolutional.conv import input_channels
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
@@ -18,9 +18,7 @@ class BaseConvTranspose(Layer):
                  dilation_rate=1, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(**kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
-                           bias_constraint=bias_constraint)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if not isinstance(filters, (int, np.integer)) or filters <= 0:
             raise ValueError(f"Invalid value for argument `filters` of layer '{self.name}'. Expected a strictly "
                              f"positive integer. Received filters={filters}.")
@@ -41,6 +39,8 @@ class BaseConvTranspose(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.input_spec = InputSpec(ndim=rank + 2)
 
     def _output_padding(self, value):
@@ -59,9 +59,10 @@ class BaseConvTranspose(Layer):
         channels = input_channels(self, input_shape, self.rank)
         self.kernel = self.add_weight(shape=self.kernel_size + (self.filters, channels),
                                       initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-                                      name="kernel")
+                                      constraint=self.kernel_constraint, name="kernel")
         self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                    name="bias") if self.use_bias else None
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: channels})
         self.built = True
 
@@ -94,6 +95,8 @@ class BaseConvTranspose(Layer):
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
             "bias_regularizer": serialize_regularizer(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
         return config
 

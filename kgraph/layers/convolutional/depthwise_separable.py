@@ -3,8 +3,8 @@
 Weights follow Keras's names, shapes and order: a depthwise kernel ``window + (in, multiplier)``, for the
 separable layers a pointwise kernel ``(1,) * rank + (in * multiplier, filters)``, then the bias.
 """
-from kgraph import activations, initializers, ops, regularizers
-from kgraph.layers.arguments import check_data_format, check_padding, reject_unsupported, serialize_regularizer
+from kgraph import activations, constraints, initializers, ops, regularizers
+from kgraph.layers.arguments import check_data_format, check_padding, serialize_regularizer
 from kgraph.layers.convolutional.conv import conv_output_shape, input_channels
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
@@ -25,8 +25,8 @@ class BaseDepthwise(Layer):
 
     def __init__(self, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
                  use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer, bias_regularizer,
-                 **kwargs):
-        super().__init__(**kwargs)
+                 activity_regularizer=None, depthwise_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         self.depth_multiplier = _positive(self, "depth_multiplier", depth_multiplier)
         self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size")
         self.strides = normalize_tuple(strides, self.rank, "strides")
@@ -42,6 +42,8 @@ class BaseDepthwise(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.depthwise_constraint = constraints.get(depthwise_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
     def _depthwise_kernel(self, input_shape, name):
@@ -50,12 +52,13 @@ class BaseDepthwise(Layer):
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={-1: channels})
         return self.add_weight(shape=self.kernel_size + (channels, self.depth_multiplier),
                                initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
-                               name=name)
+                               constraint=self.depthwise_constraint, name=name)
 
     def _add_bias(self, size):
         """The ``(size,)`` bias (None without ``use_bias``)."""
         self.bias = self.add_weight(shape=(size,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                    name="bias") if self.use_bias else None
 
     def _finish(self, out):
         """The activation of ``out``, unless the op already applied it (a fused relu)."""
@@ -75,6 +78,8 @@ class BaseDepthwise(Layer):
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "depthwise_regularizer": serialize_regularizer(self.depthwise_regularizer),
             "bias_regularizer": serialize_regularizer(self.bias_regularizer),
+            "depthwise_constraint": constraints.serialize(self.depthwise_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
         return config
 
@@ -87,9 +92,7 @@ class BaseDepthwiseConv(BaseDepthwise):
                  activity_regularizer, depthwise_constraint, bias_constraint, **kwargs):
         super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
                          use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer,
-                         bias_regularizer, **kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer,
-                           depthwise_constraint=depthwise_constraint, bias_constraint=bias_constraint)
+                         bias_regularizer, activity_regularizer, depthwise_constraint, bias_constraint, **kwargs)
 
     def compute_output_shape(self, input_shape):
         channels = input_channels(self, input_shape, self.rank)
@@ -115,13 +118,11 @@ class BaseSeparableConv(BaseDepthwise):
                  depthwise_constraint, pointwise_constraint, bias_constraint, **kwargs):
         super().__init__(kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
                          use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer,
-                         bias_regularizer, **kwargs)
-        reject_unsupported(self, activity_regularizer=activity_regularizer,
-                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
-                           bias_constraint=bias_constraint)
+                         bias_regularizer, activity_regularizer, depthwise_constraint, bias_constraint, **kwargs)
         self.filters = _positive(self, "filters", filters)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
         self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
+        self.pointwise_constraint = constraints.get(pointwise_constraint)
 
     def compute_output_shape(self, input_shape):
         input_channels(self, input_shape, self.rank)
@@ -131,7 +132,8 @@ class BaseSeparableConv(BaseDepthwise):
         self.depthwise_kernel = self._depthwise_kernel(input_shape, "depthwise_kernel")
         self.pointwise_kernel = self.add_weight(
             shape=(1,) * self.rank + (input_shape[-1] * self.depth_multiplier, self.filters),
-            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer, name="pointwise_kernel")
+            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint, name="pointwise_kernel")
         self._add_bias(self.filters)
         self.built = True
 
@@ -147,6 +149,7 @@ class BaseSeparableConv(BaseDepthwise):
             "filters": self.filters,
             "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
             "pointwise_regularizer": serialize_regularizer(self.pointwise_regularizer),
+            "pointwise_constraint": constraints.serialize(self.pointwise_constraint),
         })
         return config
 

@@ -1,7 +1,8 @@
 """Dense: ``activation(inputs @ kernel + bias)`` with Keras's arguments and weights."""
 import numpy as np
 
-from kgraph import activations, initializers, ops, regularizers
+from kgraph import activations, constraints, initializers, ops, regularizers
+from kgraph.layers.arguments import reject_unsupported
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 
@@ -13,8 +14,10 @@ class Dense(Layer):
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
-                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(**kwargs)
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None, lora_rank=None,
+                 lora_alpha=None, quantization_config=None, **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        reject_unsupported(self, lora_rank=lora_rank, lora_alpha=lora_alpha, quantization_config=quantization_config)
         if not isinstance(units, (int, np.integer)) or units <= 0:
             raise ValueError(f"Received an invalid value for `units`, expected a positive integer. "
                              f"Received: units={units}")
@@ -25,6 +28,8 @@ class Dense(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer) if kernel_regularizer else None
         self.bias_regularizer = regularizers.get(bias_regularizer) if bias_regularizer else None
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape):
@@ -33,9 +38,11 @@ class Dense(Layer):
             raise ValueError(f"The last dimension of the inputs to Dense layer '{self.name}' must be defined. "
                              f"Received: input_shape={input_shape}")
         self.kernel = self.add_weight(shape=(input_dim, self.units), initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer, name="kernel")
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+                                      name="kernel")
         self.bias = self.add_weight(shape=(self.units,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                    name="bias") if self.use_bias else None
         self.input_spec = InputSpec(min_ndim=2, axes={-1: input_dim})
         self.built = True
 
@@ -53,5 +60,7 @@ class Dense(Layer):
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "kernel_regularizer": regularizers.serialize(self.kernel_regularizer) if self.kernel_regularizer else None,
             "bias_regularizer": regularizers.serialize(self.bias_regularizer) if self.bias_regularizer else None,
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
         return config

@@ -3,7 +3,7 @@ import re
 
 import numpy as np
 
-from kgraph import activations, initializers, ops, regularizers
+from kgraph import activations, constraints, initializers, ops, regularizers
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
@@ -100,8 +100,7 @@ class EinsumDense(Layer):
                  bias_constraint=None, lora_rank=None, lora_alpha=None, gptq_unpacked_column_size=None,
                  quantization_config=None, **kwargs):
         super().__init__(**kwargs)
-        reject_unsupported(self, kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
-                           lora_rank=lora_rank, lora_alpha=lora_alpha,
+        reject_unsupported(self, lora_rank=lora_rank, lora_alpha=lora_alpha,
                            gptq_unpacked_column_size=gptq_unpacked_column_size,
                            quantization_config=quantization_config)
         if not isinstance(equation, str):
@@ -119,6 +118,8 @@ class EinsumDense(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.kernel = self.bias = None
 
     def build(self, input_shape):
@@ -132,10 +133,12 @@ class EinsumDense(Layer):
             initializer = _FanShaped(initializer, int(np.prod([kernel_shape[i] for i in kernel_in])),
                                      int(np.prod([kernel_shape[i] for i in kernel_out])))
         self.kernel = self.add_weight(shape=kernel_shape, initializer=initializer,
-                                      regularizer=self.kernel_regularizer, name="kernel")
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+                                      name="kernel")
         if bias_shape is not None:
             self.bias = self.add_weight(shape=bias_shape, initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer, name="bias")
+                                        regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                        name="bias")
         self.input_spec = InputSpec(ndim=len(input_shape))
         self.built = True
 
@@ -157,6 +160,7 @@ class EinsumDense(Layer):
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
             "bias_regularizer": serialize_regularizer(self.bias_regularizer),
-            "kernel_constraint": None, "bias_constraint": None,
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
         })
         return config

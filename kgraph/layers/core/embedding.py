@@ -1,8 +1,10 @@
 """Embedding: maps integer indices to rows of a trainable ``(input_dim, output_dim)`` matrix; ReversibleEmbedding
 also maps hidden states back to logits over those rows."""
+import warnings
+
 import numpy as np
 
-from kgraph import backend, initializers, ops, regularizers
+from kgraph import backend, constraints, initializers, ops, regularizers
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.layer import Layer
@@ -27,23 +29,35 @@ class Embedding(Layer):
     """Looks up ``embeddings[indices]``; indices may be integers or integral floats in ``[0, input_dim)``."""
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", embeddings_regularizer=None,
-                 embeddings_constraint=None, mask_zero=False, **kwargs):
+                 embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, lora_alpha=None,
+                 quantization_config=None, **kwargs):
         name = kwargs.get("name") or "embedding"
         self.input_dim = _positive_int(name, "input_dim", input_dim)
         self.output_dim = _positive_int(name, "output_dim", output_dim)
+        if kwargs.pop("input_length", None) is not None:
+            warnings.warn("Argument `input_length` is deprecated. Just remove it.", stacklevel=2)
         super().__init__(**kwargs)
-        reject_unsupported(self, embeddings_constraint=embeddings_constraint)
+        reject_unsupported(self, lora_rank=lora_rank, lora_alpha=lora_alpha, quantization_config=quantization_config)
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
         # Keras's "uniform" is RandomUniform(-0.05, 0.05).
         self.embeddings_initializer = (initializers.RandomUniform() if embeddings_initializer == "uniform"
                                        else initializers.get(embeddings_initializer))
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
+        if weights is not None:
+            self._set_initial_weights(weights)
+
+    def _set_initial_weights(self, weights):
+        """Keras's ``weights`` argument: the initial embeddings matrix (or a list holding it), set when built."""
+        self.build()
+        self.set_weights(weights if isinstance(weights, list) and len(weights) == 1 else [weights])
 
     def build(self, input_shape=None):
         self.embeddings = self.add_weight(shape=(self.input_dim, self.output_dim),
                                           initializer=self.embeddings_initializer,
-                                          regularizer=self.embeddings_regularizer, name="embeddings")
+                                          regularizer=self.embeddings_regularizer,
+                                          constraint=self.embeddings_constraint, name="embeddings")
         self.built = True
 
     def _indices(self, inputs):
@@ -80,6 +94,7 @@ class Embedding(Layer):
             "input_dim": self.input_dim, "output_dim": self.output_dim,
             "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
             "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
+            "embeddings_constraint": constraints.serialize(self.embeddings_constraint),
             "mask_zero": self.mask_zero,
         })
         return config
@@ -97,7 +112,7 @@ class ReversibleEmbedding(Embedding):
 
     def __init__(self, input_dim, output_dim, tie_weights=True, embeddings_initializer="uniform",
                  embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False, reverse_dtype=None,
-                 logit_soft_cap=None, **kwargs):
+                 logit_soft_cap=None, weights=None, **kwargs):
         super().__init__(input_dim, output_dim, embeddings_initializer=embeddings_initializer,
                          embeddings_regularizer=embeddings_regularizer, embeddings_constraint=embeddings_constraint,
                          mask_zero=mask_zero, **kwargs)
@@ -114,6 +129,8 @@ class ReversibleEmbedding(Embedding):
         self.logit_soft_cap = logit_soft_cap
         # compute_mask has no `reverse` argument: the direction of the current call, so that logits carry no mask.
         self._reverse_call = False
+        if weights is not None:  # set last: building needs tie_weights
+            self._set_initial_weights(weights)
 
     def build(self, input_shape=None):
         super().build(input_shape)

@@ -1,7 +1,7 @@
 """Normalization layers: BatchNormalization and LayerNormalization, with Keras's weights and semantics."""
 import numpy as np
 
-from kgraph import initializers, ops, regularizers
+from kgraph import constraints, initializers, ops, regularizers
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
@@ -31,9 +31,10 @@ class BatchNormalization(Layer):
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
-                 synchronized=False, **kwargs):
+                 renorm=False, renorm_clipping=None, renorm_momentum=0.99, synchronized=False, **kwargs):
         super().__init__(**kwargs)
-        reject_unsupported(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
+        # Without renorm, Keras ignores renorm_clipping and renorm_momentum too.
+        reject_unsupported(self, allowed=(False,), renorm=renorm)
         if synchronized:
             raise ValueError(f"Layer '{self.name}': `synchronized=True` needs a distributed TensorFlow strategy; "
                              "kgraph runs on one device. Expected synchronized=False.")
@@ -50,6 +51,8 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = initializers.get(moving_variance_initializer)
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
 
     def build(self, input_shape):
@@ -62,10 +65,12 @@ class BatchNormalization(Layer):
         shape = (size,)
         if self.scale:
             self.gamma = self.add_weight(shape=shape, initializer=self.gamma_initializer,
-                                         regularizer=self.gamma_regularizer, name="gamma")
+                                         regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
+                                         name="gamma")
         if self.center:
             self.beta = self.add_weight(shape=shape, initializer=self.beta_initializer,
-                                        regularizer=self.beta_regularizer, name="beta")
+                                        regularizer=self.beta_regularizer, constraint=self.beta_constraint,
+                                        name="beta")
         self.moving_mean = self.add_weight(shape=shape, initializer=self.moving_mean_initializer, trainable=False,
                                            name="moving_mean")
         self.moving_variance = self.add_weight(shape=shape, initializer=self.moving_variance_initializer,
@@ -102,6 +107,8 @@ class BatchNormalization(Layer):
             "moving_variance_initializer": initializers.serialize(self.moving_variance_initializer),
             "beta_regularizer": serialize_regularizer(self.beta_regularizer),
             "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
+            "beta_constraint": constraints.serialize(self.beta_constraint),
+            "gamma_constraint": constraints.serialize(self.gamma_constraint),
         })
         return config
 
@@ -117,8 +124,10 @@ class LayerNormalization(Layer):
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
                  gamma_constraint=None, **kwargs):
+        # Keras's deprecated rms_scaling=True (variance, not RMS, scaling) is not implemented.
+        rms_scaling = kwargs.pop("rms_scaling", False)
         super().__init__(**kwargs)
-        reject_unsupported(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
+        reject_unsupported(self, allowed=(False,), rms_scaling=rms_scaling)
         if isinstance(axis, (list, tuple)) and all(isinstance(a, (int, np.integer)) for a in axis) and axis:
             self.axis = [int(a) for a in axis]
         elif isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
@@ -133,6 +142,8 @@ class LayerNormalization(Layer):
         self.gamma_initializer = initializers.get(gamma_initializer)
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         self.gamma = self.beta = None
 
     @property
@@ -152,10 +163,12 @@ class LayerNormalization(Layer):
                              f"defined. Received: input_shape={tuple(input_shape)}")
         if self.scale:
             self.gamma = self.add_weight(shape=shape, initializer=self.gamma_initializer,
-                                         regularizer=self.gamma_regularizer, name="gamma")
+                                         regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
+                                         name="gamma")
         if self.center:
             self.beta = self.add_weight(shape=shape, initializer=self.beta_initializer,
-                                        regularizer=self.beta_regularizer, name="beta")
+                                        regularizer=self.beta_regularizer, constraint=self.beta_constraint,
+                                        name="beta")
         self.built = True
 
     def call(self, inputs):
@@ -174,5 +187,7 @@ class LayerNormalization(Layer):
             "gamma_initializer": initializers.serialize(self.gamma_initializer),
             "beta_regularizer": serialize_regularizer(self.beta_regularizer),
             "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
+            "beta_constraint": constraints.serialize(self.beta_constraint),
+            "gamma_constraint": constraints.serialize(self.gamma_constraint),
         })
         return config

@@ -1,8 +1,8 @@
 """Normalization layers without running statistics: UnitNormalization, GroupNormalization, RMSNormalization."""
 import numpy as np
 
-from kgraph import initializers, ops, regularizers
-from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
+from kgraph import constraints, initializers, ops, regularizers
+from kgraph.layers.arguments import serialize_regularizer
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 
@@ -69,7 +69,6 @@ class GroupNormalization(Layer):
             raise ValueError("Received an invalid value for argument `groups`, expected a positive integer (or `-1` "
                              f"for instance normalization). Received: groups={groups}")
         super().__init__(**kwargs)
-        reject_unsupported(self, beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
             raise TypeError(f"Layer '{self.name}': expected an int for the argument 'axis'. Received: axis={axis!r}")
         self.groups = int(groups)
@@ -81,6 +80,8 @@ class GroupNormalization(Layer):
         self.gamma_initializer = initializers.get(gamma_initializer)
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         self.supports_masking = True
         self.gamma = self.beta = None
 
@@ -102,10 +103,12 @@ class GroupNormalization(Layer):
         self.input_spec = InputSpec(ndim=len(input_shape), axes={self.axis: dim})
         if self.scale:
             self.gamma = self.add_weight(shape=(dim,), initializer=self.gamma_initializer,
-                                         regularizer=self.gamma_regularizer, name="gamma")
+                                         regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
+                                         name="gamma")
         if self.center:
             self.beta = self.add_weight(shape=(dim,), initializer=self.beta_initializer,
-                                        regularizer=self.beta_regularizer, name="beta")
+                                        regularizer=self.beta_regularizer, constraint=self.beta_constraint,
+                                        name="beta")
         self.built = True
 
     def call(self, inputs):
@@ -142,7 +145,8 @@ class GroupNormalization(Layer):
             "gamma_initializer": initializers.serialize(self.gamma_initializer),
             "beta_regularizer": serialize_regularizer(self.beta_regularizer),
             "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
-            "beta_constraint": None, "gamma_constraint": None,
+            "beta_constraint": constraints.serialize(self.beta_constraint),
+            "gamma_constraint": constraints.serialize(self.gamma_constraint),
         })
         return config
 

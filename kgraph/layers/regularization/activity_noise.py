@@ -38,19 +38,16 @@ class ActivityRegularization(_PassThrough):
     """Returns its input and adds ``(l1 * sum(|x|) + l2 * sum(x**2)) / batch_size`` to the layer's losses."""
 
     def __init__(self, l1=0.0, l2=0.0, **kwargs):
-        super().__init__(**kwargs)
-        self.regularizer = regularizers.L1L2(l1=l1, l2=l2)
-        self.l1, self.l2 = self.regularizer.l1, self.regularizer.l2
+        # As Keras: the layer is the base class's activity regularization of an identity.
+        super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
+        self.l1, self.l2 = self.activity_regularizer.l1, self.activity_regularizer.l2
 
     def call(self, inputs):
-        if self.l1 or self.l2:
-            # As Keras 3: the penalty is divided by the batch size, so its strength does not depend on it.
-            batch = np.shape(inputs)[0] if np.ndim(inputs) else 1
-            self.add_loss(ops.divide(self.regularizer(inputs), max(batch, 1)))
         return inputs
 
     def get_config(self):
         config = super().get_config()
+        config.pop("activity_regularizer", None)
         config.update({"l1": self.l1, "l2": self.l2})
         return config
 

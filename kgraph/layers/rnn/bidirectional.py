@@ -1,5 +1,6 @@
 """Bidirectional: a recurrent layer run forwards and a copy run backwards, outputs merged."""
 from kgraph import ops
+from kgraph.layers.arguments import reject_unsupported
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 from kgraph.layers.rnn.recurrent_base import RecurrentBase
@@ -24,8 +25,10 @@ class Bidirectional(Layer):
     output, then the backward states.
     """
 
-    def __init__(self, layer, merge_mode="concat", backward_layer=None, **kwargs):
+    def __init__(self, layer, merge_mode="concat", backward_layer=None, weights=None, **kwargs):
         super().__init__(**kwargs)
+        # Keras keeps `weights` on its sub-layers and never loads them: refused rather than ignored.
+        reject_unsupported(self, weights=weights)
         if not isinstance(layer, RecurrentBase):
             raise ValueError(f"Bidirectional layer '{self.name}' expects `layer` to be a SimpleRNN, LSTM or GRU "
                              f"instance. Received: layer={layer!r}")

@@ -48,14 +48,16 @@ class ConvLSTMCell(_Cell):
         channels = input_channels(self, input_shape, self.rank)
         width = 4 * self.filters
         self.kernel = self.add_weight(shape=self.kernel_size + (channels, width), initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer, name="kernel")
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+                                      name="kernel")
         self.recurrent_kernel = self.add_weight(shape=self.kernel_size + (self.filters, width),
                                                 initializer=self.recurrent_initializer,
-                                                regularizer=self.recurrent_regularizer, name="recurrent_kernel")
+                                                regularizer=self.recurrent_regularizer,
+                                                constraint=self.recurrent_constraint, name="recurrent_kernel")
         initializer = _UnitForgetBias(self.bias_initializer, self.filters) if self.unit_forget_bias \
             else self.bias_initializer
         self.bias = self.add_weight(shape=(width,), initializer=initializer, regularizer=self.bias_regularizer,
-                                    name="bias") if self.use_bias else None
+                                    constraint=self.bias_constraint, name="bias") if self.use_bias else None
         self.built = True
 
     def step(self, x, h, states, training):
@@ -91,16 +93,19 @@ class ConvLSTM(RNN):
                  activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
                  unit_forget_bias=True, kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
-                 dropout=0.0, recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, **kwargs):
+                 kernel_constraint=None, recurrent_constraint=None, bias_constraint=None, dropout=0.0,
+                 recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False, go_backwards=False,
+                 stateful=False, **kwargs):
         cell = ConvLSTMCell(self.rank, filters, kernel_size, strides=strides, padding=padding,
                             data_format=data_format, dilation_rate=dilation_rate, activation=activation,
                             recurrent_activation=recurrent_activation, use_bias=use_bias,
                             kernel_initializer=kernel_initializer, recurrent_initializer=recurrent_initializer,
                             bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias,
                             kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
-                            bias_regularizer=bias_regularizer, dropout=dropout, recurrent_dropout=recurrent_dropout,
-                            seed=seed, name="conv_lstm_cell", dtype=kwargs.get("dtype"))
+                            bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                            recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint,
+                            dropout=dropout, recurrent_dropout=recurrent_dropout, seed=seed, name="conv_lstm_cell",
+                            dtype=kwargs.get("dtype"))
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, stateful=stateful, **kwargs)
         self.supports_masking = False
@@ -128,7 +133,8 @@ class ConvLSTM(RNN):
         for key in ("filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "activation",
                     "recurrent_activation", "use_bias", "kernel_initializer", "recurrent_initializer",
                     "bias_initializer", "unit_forget_bias", "kernel_regularizer", "recurrent_regularizer",
-                    "bias_regularizer", "dropout", "recurrent_dropout", "seed"):
+                    "bias_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint", "dropout",
+                    "recurrent_dropout", "seed"):
             config[key] = cell[key]
         return config
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from kgraph import backend, initializers, ops
+from kgraph.layers.arguments import reject_unsupported
 from kgraph.layers.rnn.recurrent_base import RecurrentBase
 
 
@@ -35,8 +36,10 @@ class LSTM(RecurrentBase):
     _state_count = 2
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", unit_forget_bias=True,
-                 **kwargs):
+                 use_cudnn="auto", **kwargs):
         super().__init__(units, activation=activation, **kwargs)
+        # "auto" (cuDNN when available, the same math otherwise) and False hold in kgraph; True asks for cuDNN.
+        reject_unsupported(self, allowed=("auto", False), use_cudnn=use_cudnn)
         self.recurrent_activation, self._recurrent_activation_name = self._gate_activation(
             recurrent_activation, "recurrent_activation")
         self.unit_forget_bias = bool(unit_forget_bias)
@@ -69,8 +72,11 @@ class GRU(RecurrentBase):
 
     _gates = 3
 
-    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", reset_after=True, **kwargs):
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", reset_after=True,
+                 use_cudnn="auto", **kwargs):
         super().__init__(units, activation=activation, **kwargs)
+        # As LSTM's: True asks for a cuDNN kernel, which kgraph does not have.
+        reject_unsupported(self, allowed=("auto", False), use_cudnn=use_cudnn)
         self.recurrent_activation, self._recurrent_activation_name = self._gate_activation(
             recurrent_activation, "recurrent_activation")
         self.reset_after = bool(reset_after)

@@ -1,7 +1,7 @@
 """Shared machinery of the fused recurrent layers: arguments, weights, dropout masks, output structure."""
 import numpy as np
 
-from kgraph import activations, initializers, ops, regularizers
+from kgraph import activations, constraints, initializers, ops, regularizers
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 from kgraph.ops import gate_activations
@@ -41,18 +41,11 @@ class RecurrentBase(Layer):
                  recurrent_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, recurrent_constraint=None, bias_constraint=None, dropout=0.0,
                  recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False,
-                 go_backwards=False, stateful=False, unroll=False, **kwargs):
-        super().__init__(**kwargs)
-        kind = type(self).__name__
+                 go_backwards=False, stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units <= 0:
-            raise ValueError(f"{kind} layer '{self.name}' expects `units` to be a positive integer. "
+            raise ValueError(f"{type(self).__name__} layer '{self.name}' expects `units` to be a positive integer. "
                              f"Received: units={units!r}")
-        unsupported = {"activity_regularizer": activity_regularizer, "kernel_constraint": kernel_constraint,
-                       "recurrent_constraint": recurrent_constraint, "bias_constraint": bias_constraint}
-        for argument, value in unsupported.items():
-            if value is not None:
-                raise ValueError(f"{kind} layer '{self.name}' does not support `{argument}`; expected None. "
-                                 f"Received: {argument}={value!r}")
         self.units = int(units)
         self.activation, self._activation_name = self._gate_activation(activation, "activation")
         self.use_bias = bool(use_bias)
@@ -62,6 +55,9 @@ class RecurrentBase(Layer):
         self.kernel_regularizer = _optional_regularizer(kernel_regularizer)
         self.recurrent_regularizer = _optional_regularizer(recurrent_regularizer)
         self.bias_regularizer = _optional_regularizer(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.dropout = _rate(dropout, "dropout", self)
         self.recurrent_dropout = _rate(recurrent_dropout, "recurrent_dropout", self)
         self.seed = seed
@@ -75,7 +71,7 @@ class RecurrentBase(Layer):
         self.input_spec = InputSpec(ndim=3)
         self.supports_masking = True
         # Masked steps output the previous output (Keras's default) or zeros (what Bidirectional asks for).
-        self.zero_output_for_mask = False
+        self.zero_output_for_mask = bool(zero_output_for_mask)
 
     def _gate_activation(self, identifier, argument):
         """The activation function and its name, which must be one the fused ops implement."""
@@ -103,11 +99,14 @@ class RecurrentBase(Layer):
         input_dim = int(input_shape[-1])
         width = self._gates * self.units
         self.kernel = self.add_weight(shape=(input_dim, width), initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer, name="kernel")
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+                                      name="kernel")
         self.recurrent_kernel = self.add_weight(shape=(self.units, width), initializer=self.recurrent_initializer,
-                                                regularizer=self.recurrent_regularizer, name="recurrent_kernel")
+                                                regularizer=self.recurrent_regularizer,
+                                                constraint=self.recurrent_constraint, name="recurrent_kernel")
         self.bias = self.add_weight(shape=self._bias_shape(), initializer=self._bias_initial_value(),
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                    name="bias") if self.use_bias else None
         self.input_spec = InputSpec(ndim=3, axes={-1: input_dim})
         self.built = True
 
@@ -215,8 +214,12 @@ class RecurrentBase(Layer):
             "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
             "recurrent_regularizer": _serialize_regularizer(self.recurrent_regularizer),
             "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
             "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout, "seed": self.seed,
             "return_sequences": self.return_sequences, "return_state": self.return_state,
             "go_backwards": self.go_backwards, "stateful": self.stateful, "unroll": self.unroll,
+            "zero_output_for_mask": self.zero_output_for_mask,
         })
         return config

@@ -9,7 +9,7 @@ RNN layer resets them at each call), as in Keras.
 """
 import numpy as np
 
-from kgraph import activations, initializers, ops, regularizers
+from kgraph import activations, constraints, initializers, ops, regularizers
 from kgraph.layers.layer import Layer
 from kgraph.layers.rnn.recurrent import _UnitForgetBias
 from kgraph.layers.rnn.recurrent_base import _rate
@@ -23,8 +23,8 @@ class _Cell(Layer):
 
     def __init__(self, units, activation="tanh", use_bias=True, kernel_initializer="glorot_uniform",
                  recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
-                 recurrent_regularizer=None, bias_regularizer=None, dropout=0.0, recurrent_dropout=0.0, seed=None,
-                 **kwargs):
+                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
         if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units <= 0:
             raise ValueError(f"{type(self).__name__} '{self.name}' expects `units` to be a positive integer. "
@@ -38,6 +38,9 @@ class _Cell(Layer):
         self.kernel_regularizer = regularizers.get(kernel_regularizer) if kernel_regularizer else None
         self.recurrent_regularizer = regularizers.get(recurrent_regularizer) if recurrent_regularizer else None
         self.bias_regularizer = regularizers.get(bias_regularizer) if bias_regularizer else None
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.dropout = _rate(dropout, "dropout", self)
         self.recurrent_dropout = _rate(recurrent_dropout, "recurrent_dropout", self)
         self.seed = seed
@@ -61,11 +64,14 @@ class _Cell(Layer):
     def build(self, input_shape):
         width = self._gates * self.units
         self.kernel = self.add_weight(shape=(int(input_shape[-1]), width), initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer, name="kernel")
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+                                      name="kernel")
         self.recurrent_kernel = self.add_weight(shape=(self.units, width), initializer=self.recurrent_initializer,
-                                                regularizer=self.recurrent_regularizer, name="recurrent_kernel")
+                                                regularizer=self.recurrent_regularizer,
+                                                constraint=self.recurrent_constraint, name="recurrent_kernel")
         self.bias = self.add_weight(shape=self._bias_shape(), initializer=self._bias_initializer(),
-                                    regularizer=self.bias_regularizer, name="bias") if self.use_bias else None
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                    name="bias") if self.use_bias else None
         self.built = True
 
     def reset_dropout_mask(self):
@@ -99,6 +105,9 @@ class _Cell(Layer):
             "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer)
             if self.recurrent_regularizer else None,
             "bias_regularizer": regularizers.serialize(self.bias_regularizer) if self.bias_regularizer else None,
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
             "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout, "seed": self.seed,
         })
         return config

@@ -45,7 +45,8 @@ def test_trainable_flag():
 
 
 def test_unknown_kwargs_are_rejected():
-    with pytest.raises(TypeError, match="Unrecognized keyword arguments passed to Dense"):
+    # Keras raises a ValueError naming the arguments.
+    with pytest.raises(ValueError, match="Unrecognized keyword arguments passed to Dense"):
         layers.Dense(2, unitz=3)
 
 

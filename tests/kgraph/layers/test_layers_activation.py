@@ -65,8 +65,9 @@ def test_prelu_alpha_shape_and_input_spec():
     assert layer(np.zeros((1, 4, 9, 3), "float32")).shape == (1, 4, 9, 3)
     with pytest.raises(ValueError, match="positive axis indices"):
         layers.PReLU(shared_axes=[0])
-    with pytest.raises(ValueError, match="alpha_constraint"):
-        layers.PReLU(alpha_constraint="non_neg")
+    constrained = layers.PReLU(alpha_constraint="non_neg")
+    constrained.build((None, 3))
+    assert type(constrained.alpha.constraint).__name__ == "NonNeg"
 
 
 @pytest.mark.parametrize("axis", [-1, 1, [1, 2]])

@@ -224,7 +224,7 @@ def test_symbolic_shapes_and_config_round_trip():
     (lambda: layers.Conv2D(4, 3, padding="causal"), "must be one of"),
     (lambda: layers.Conv2D(4, (3, 3, 3)), "tuple of 2 positive ints"),
     (lambda: layers.Conv2D(4, 3, data_format="channels_first"), "channels_last"),
-    (lambda: layers.Conv2D(4, 3, kernel_constraint="non_neg"), "does not support `kernel_constraint`"),
+    (lambda: layers.Conv2D(4, 3, lora_rank=2), "does not support `lora_rank`"),
     (lambda: layers.Conv2DTranspose(4, 3, strides=2, output_padding=2), "greater than output padding"),
 ])
 def test_bad_arguments(make, message):

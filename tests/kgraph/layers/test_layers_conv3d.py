@@ -207,7 +207,7 @@ def test_keras_aliases_are_the_same_classes():
     (lambda: layers.Conv1DTranspose(2, 3, padding="causal"), "must be one of"),
     (lambda: layers.DepthwiseConv1D(3, depth_multiplier=0), "strictly positive integer"),
     (lambda: layers.SeparableConv1D(2, 3, strides=2, dilation_rate=2), "not supported in conjunction"),
-    (lambda: layers.SeparableConv1D(2, 3, pointwise_constraint="non_neg"), "does not support `pointwise_constraint`"),
+    (lambda: layers.Conv3D(2, 3, lora_alpha=2.0), "does not support `lora_alpha`"),
     (lambda: layers.MaxPooling3D(data_format="channels_first"), "channels_last"),
     (lambda: layers.ZeroPadding3D((1, 2)), "tuple of 3 ints"),
 ])
