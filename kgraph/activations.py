@@ -88,16 +88,24 @@ def get(identifier):
         return fn
     if callable(identifier):
         return identifier
+    if isinstance(identifier, dict):
+        # A registered custom activation, as serialize() writes it (Keras's serialized-object form).
+        from kgraph.saving.serialization_lib import deserialize_keras_object
+        return get(deserialize_keras_object(identifier))
     raise ValueError(f"Could not interpret activation function identifier: {identifier!r}")
 
 
 def serialize(activation):
-    """The Keras name of an activation function."""
+    """The Keras name of a built-in activation, or the serialized form of a registered one."""
     for name, fn in _BY_NAME.items():
         if fn is activation and name != "swish":
             return name
     name = getattr(activation, "__name__", None)
     if name in _BY_NAME:
         return name
-    raise ValueError(f"Cannot serialize activation {activation!r}: only built-in activations can be saved. "
-                     "Wrap a custom activation in a Layer with its own get_config().")
+    from kgraph.saving.registration import get_registered_name
+    if name is not None and get_registered_name(activation) != name:
+        from kgraph.saving.serialization_lib import serialize_keras_object
+        return serialize_keras_object(activation)
+    raise ValueError(f"Cannot serialize activation {activation!r}: only built-in activations and functions "
+                     "registered with @kgraph.saving.register_keras_serializable() can be saved.")

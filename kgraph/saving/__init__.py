@@ -12,8 +12,17 @@ from kgraph.saving.pickle_format import (
                                          save_model,
                                          save_weights,
 )
-from kgraph.saving.registration import get_registered_name, get_registered_object, register_keras_serializable
+from kgraph.saving.registration import (
+                                        CustomObjectScope,
+                                        custom_object_scope,
+                                        get_custom_objects,
+                                        get_registered_name,
+                                        get_registered_object,
+                                        register_keras_serializable,
+)
+from kgraph.saving.serialization_lib import deserialize_keras_object, serialize_keras_object
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "RefusedContent", "RestrictedUnpickler", "atomic_write",
-           "get_registered_name", "get_registered_object", "load_model", "load_weights", "model_payload",
-           "register_keras_serializable", "safe_loads", "save_model", "save_weights"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "CustomObjectScope", "RefusedContent", "RestrictedUnpickler", "atomic_write",
+           "custom_object_scope", "deserialize_keras_object", "get_custom_objects", "get_registered_name",
+           "get_registered_object", "load_model", "load_weights", "model_payload", "register_keras_serializable",
+           "safe_loads", "save_model", "save_weights", "serialize_keras_object"]

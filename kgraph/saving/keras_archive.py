@@ -1,6 +1,7 @@
 """The ``.keras`` zip archive, read in memory: members are size-checked before any byte is decompressed.
 
-Nothing is ever extracted to disk. Refused before reading: unsafe member names (absolute, ``..``, backslashes,
+Nothing is extracted to disk but the assets of a layer whose own ``load_assets`` reads them (into a temporary
+directory of its own, see ``keras_file``). Refused before reading: unsafe member names (absolute, ``..``, backslashes,
 drive letters), duplicate names, too many members, declared sizes over the limits, and members whose declared
 size is far larger than what is stored (decompression bombs). A member that decompresses to more than it
 declared is refused while reading.
@@ -12,7 +13,7 @@ import json
 import os
 import zipfile
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 CONFIG = "config.json"
 METADATA = "metadata.json"
 WEIGHTS = "model.weights.h5"
+ASSETS = "assets/"
 MAX_MEMBERS = 256
 MAX_JSON_BYTES = 64 << 20
 MAX_WEIGHTS_BYTES = 16 << 30
@@ -29,7 +31,8 @@ RATIO_FLOOR_BYTES = 1 << 20
 _CHUNK = 1 << 20
 
 
-def _unsafe_name(name):
+def unsafe_name(name: str) -> bool:
+    """True for a member name that is empty, absolute or leaves the archive (``..``, backslashes, drives)."""
     parts = name.split("/")
     return (not name or "\\" in name or "\x00" in name or name.startswith("/") or ":" in parts[0]
             or any(part in ("..", ".") for part in parts))
@@ -42,7 +45,7 @@ def _check_members(zf, source):
                          f"has at most {MAX_MEMBERS}.")
     seen = set()
     for info in infos:
-        if _unsafe_name(info.filename):
+        if unsafe_name(info.filename):
             raise ValueError(f"Refusing to load '{source}': the archive member name {info.filename!r} is absolute "
                              "or leaves the archive (path traversal).")
         if info.filename in seen:
@@ -88,18 +91,23 @@ def _json(payload, name, source):
     return value
 
 
-def read_archive(filepath: os.PathLike[str] | str) -> tuple[dict[str, Any], dict[str, Any], bytes | None]:
-    """``(config, metadata, weights_bytes or None)`` of a ``.keras`` file, read safely in memory."""
+class Archive(NamedTuple):
+    """The members of a ``.keras`` archive: its JSON configs, its weights file, its assets by archive path."""
+
+    config: dict[str, Any]
+    metadata: dict[str, Any]
+    weights: bytes | None
+    assets: dict[str, bytes]
+
+
+def read_archive(filepath: os.PathLike[str] | str) -> Archive:
+    """The members of a ``.keras`` file, read safely in memory."""
     source = os.fspath(filepath)
     if not os.path.exists(source):
         raise FileNotFoundError(f"No file or directory found at {source}")
     try:
         with zipfile.ZipFile(source) as zf:
             names = _check_members(zf, source)
-            assets = sorted(name for name in names if name.startswith("assets/") and not name.endswith("/"))
-            if assets:
-                raise ValueError(f"Cannot load '{source}': it holds assets ({', '.join(assets[:3])}), such as the "
-                                 "adapted vocabulary of a lookup layer, which kgraph does not read from .keras files.")
             if CONFIG not in names:
                 raise ValueError(f"Cannot load '{source}': it is not a .keras archive (no {CONFIG}). "
                                  f"Received members: {sorted(names)[:10]}")
@@ -107,17 +115,22 @@ def read_archive(filepath: os.PathLike[str] | str) -> tuple[dict[str, Any], dict
             metadata = _json(_read_member(zf, METADATA, MAX_JSON_BYTES, source), METADATA, source) \
                 if METADATA in names else {}
             weights = _read_member(zf, WEIGHTS, MAX_WEIGHTS_BYTES, source) if WEIGHTS in names else None
+            assets = {name: _read_member(zf, name, MAX_JSON_BYTES, source) for name in sorted(names)
+                      if name.startswith(ASSETS) and not name.endswith("/")}
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as err:
         raise ValueError(f"Cannot load '{source}': the .keras archive is truncated or corrupt "
                          f"({type(err).__name__}: {err}).") from None
-    return config, metadata, weights
+    return Archive(config, metadata, weights, assets)
 
 
-def archive_bytes(config: Mapping[str, Any], metadata: Mapping[str, Any], weights: bytes) -> bytes:
+def archive_bytes(config: Mapping[str, Any], metadata: Mapping[str, Any], weights: bytes,
+                  assets: Mapping[str, bytes] | None = None) -> bytes:
     """The bytes of a ``.keras`` archive with these members (stored uncompressed, as Keras writes them)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as zf:
         zf.writestr(METADATA, json.dumps(metadata))
         zf.writestr(CONFIG, json.dumps(config))
         zf.writestr(WEIGHTS, weights)
+        for name, payload in (assets or {}).items():
+            zf.writestr(name, payload)
     return buffer.getvalue()

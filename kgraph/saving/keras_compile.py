@@ -1,52 +1,105 @@
-"""The ``compile_config`` of a Keras 3 ``.keras`` file -> ``model.compile`` with kgraph's optimizer, losses, metrics."""
+"""A model's compile configuration as Keras 3 writes it (``compile_config``) and back, and its optimizer's state as
+the variables Keras saves under ``optimizer/`` of a weights file.
+
+Keras orders an optimizer's variables as: ``iterations``, ``learning_rate`` (unless it is a schedule), then each
+group of slots its ``build`` adds, variable by variable (Adam: momentum and velocity interleaved per variable, then
+``velocity_hat`` with amsgrad; RMSprop: every velocity, then every momentum, then every average gradient).
+"""
 from __future__ import annotations
 
 import warnings
 from typing import TYPE_CHECKING
 
-from kgraph import losses, metrics, optimizers
+import numpy as np
+
+from kgraph import optimizers
+from kgraph.optimizers.adam import Adam
 from kgraph.saving.keras_config_reader import constructor_arguments
+from kgraph.saving.registration import CustomObjectScope, custom_objects_in_effect
+from kgraph.saving.serialization_lib import deserialize_keras_object, serialize_dict, serialize_keras_object
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from kgraph.models.model import Model
+    from kgraph.optimizers.optimizer import Optimizer
     from kgraph.saving.registration import CustomObjects
 
 # Keras optimizer arguments that change nothing at these values (kgraph has no EMA or loss scaling).
 _INERT = {("use_ema", False), ("ema_momentum", 0.99), ("amsgrad", False)}
 
 
-def compile_from_keras(model: Model, compile_config: Mapping[str, Any] | None, source: str,
-                       custom_objects: CustomObjects) -> None:
-    """Compile ``model`` as the file's ``compile_config`` says; warn and leave it uncompiled where kgraph cannot."""
-    if not compile_config or not compile_config.get("loss"):
-        return
+def compile_config(model: Model) -> dict[str, Any]:
+    """Keras's ``compile_config`` of a compiled model; the model's own ``get_compile_config()`` where it has one."""
+    if hasattr(model, "get_compile_config"):
+        return serialize_dict(model.get_compile_config())
+    return default_compile_config(model)
+
+
+def default_compile_config(model: Model) -> dict[str, Any]:
+    """What Keras's ``Model.get_compile_config()`` returns: the arguments ``compile`` was given, serialized."""
+    config = model._compile_config
+    return {"optimizer": serialize_keras_object(model.optimizer), "loss": serialize_keras_object(config["loss"]),
+            "loss_weights": serialize_keras_object(config["loss_weights"]),
+            "metrics": serialize_keras_object(config["metrics"]), "weighted_metrics": None, "run_eagerly": False,
+            "steps_per_execution": 1, "jit_compile": False}
+
+
+def compile_from_config(model: Model, config: Mapping[str, Any], custom_objects: CustomObjects | None = None) -> None:
+    """``model.compile`` as ``config`` says; the model's own ``compile_from_config(config)`` where it has one."""
+    if hasattr(model, "compile_from_config"):
+        model.compile_from_config(config)
+    else:
+        default_compile_from_config(model, config, custom_objects)
+
+
+def default_compile_from_config(model: Model, config: Mapping[str, Any],
+                                custom_objects: CustomObjects | None = None) -> None:
+    """What Keras's ``Model.compile_from_config(config)`` does: deserialize the arguments, then ``compile``."""
+    objects = custom_objects_in_effect(custom_objects)
+    with CustomObjectScope(objects):
+        arguments = {key: _compile_argument(config.get(key), objects)
+                     for key in ("optimizer", "loss", "metrics", "loss_weights") if config.get(key) is not None}
+    model.compile(**arguments)
+
+
+def restore_compile(model: Model, config: Mapping[str, Any] | None, source: str,
+                    custom_objects: CustomObjects | None) -> bool:
+    """Compile ``model`` from a saved ``compile_config``; warn and leave it uncompiled where kgraph cannot."""
+    if not config:
+        return False
     try:
-        optimizer = _optimizer(compile_config.get("optimizer"), custom_objects)
-        loss = _objects(compile_config["loss"], losses.deserialize, custom_objects)
-        metric_specs = _objects(compile_config.get("metrics"), metrics.deserialize, custom_objects)
-        model.compile(optimizer=optimizer, loss=loss, metrics=metric_specs,
-                      loss_weights=compile_config.get("loss_weights"))
+        compile_from_config(model, config, custom_objects)
     except (ValueError, TypeError, KeyError) as err:
         warnings.warn(f"'{source}' is loaded uncompiled: kgraph cannot use its compile configuration ({err}).",
                       stacklevel=3)
+        return False
+    return True
 
 
-def _optimizer(data, custom_objects):
-    if not isinstance(data, dict):
-        return optimizers.get(data)
-    cls = type(optimizers.get(data["class_name"])) if data["class_name"] not in custom_objects \
-        else custom_objects[data["class_name"]]
+def _compile_argument(spec, objects):
+    """Names stay names (``compile`` resolves them); Keras objects, or lists/dicts of them, are deserialized."""
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, (list, tuple)):
+        return [_compile_argument(v, objects) for v in spec]
+    if isinstance(spec, dict) and not ("class_name" in spec and "config" in spec):
+        return {k: _compile_argument(v, objects) for k, v in spec.items()}
+    return deserialize_keras_object(spec, objects)
+
+
+def optimizer_from_keras(class_name: str, config: Mapping[str, Any], custom_objects: CustomObjects) -> Optimizer:
+    """A kgraph optimizer from a Keras optimizer config; arguments kgraph lacks must be at values that are inert."""
+    cls = custom_objects.get(class_name) or type(optimizers.get(class_name))
     accepted = constructor_arguments(cls)
-    config = {}
-    for key, value in data.get("config", {}).items():
+    kept = {}
+    for key, value in config.items():
         if key in accepted:
-            config[key] = _plain(value)
+            kept[key] = _plain(value)
         elif value is not None and (key, value) not in _INERT:
-            raise ValueError(f"optimizer {data['class_name']} uses `{key}={value!r}`, which kgraph does not support")
-    return optimizers.deserialize({"class_name": data["class_name"], "config": config}, custom_objects)
+            raise ValueError(f"optimizer {class_name} uses `{key}={value!r}`, which kgraph does not support")
+    return optimizers.deserialize({"class_name": class_name, "config": kept}, custom_objects)
 
 
 def _plain(value):
@@ -56,14 +109,58 @@ def _plain(value):
     return value
 
 
-def _objects(spec, deserialize, custom_objects):
-    """Losses or metrics as names, Keras objects, or lists/dicts of them (one per output)."""
-    if spec is None or isinstance(spec, str):
-        return spec
-    if isinstance(spec, list):
-        return [_objects(v, deserialize, custom_objects) for v in spec]
-    if "class_name" not in spec:
-        return {k: _objects(v, deserialize, custom_objects) for k, v in spec.items()}
-    if spec["class_name"] == "function":
-        return spec["config"]
-    return deserialize({"class_name": spec["class_name"], "config": spec.get("config", {})}, custom_objects)
+def _slot_groups(optimizer):
+    """The slot names in the groups Keras's ``build`` creates them in (one ``add_optimizer_variables`` each)."""
+    names = optimizer.slot_names()
+    if isinstance(optimizer, Adam):
+        return [names[:2]] + [[name] for name in names[2:]]
+    return [[name] for name in names]
+
+
+def _leading_variables(optimizer):
+    """``iterations``, and ``learning_rate`` where it is a number (Keras keeps a schedule out of its variables)."""
+    out = [np.asarray(optimizer.iterations, dtype="int64")]
+    if isinstance(optimizer._learning_rate, float):
+        out.append(np.asarray(optimizer.learning_rate, dtype="float32"))
+    return out
+
+
+def optimizer_variables(model: Model) -> list[np.ndarray]:
+    """The optimizer's state as Keras's ``optimizer.variables`` of the same model, in Keras's order."""
+    optimizer, trainable = model.optimizer, list(model.trainable_weights)
+    state = dict((position, slots) for position, slots in
+                 optimizer.get_slot_state({id(v): i for i, v in enumerate(trainable)}))
+    out = _leading_variables(optimizer)
+    for group in _slot_groups(optimizer):
+        for i, variable in enumerate(trainable):
+            for name in group:
+                value = state[i][name] if i in state else \
+                    np.full(variable.shape, optimizer.slot_initial_value(name), dtype=variable.dtype)
+                out.append(np.asarray(value))
+    return out
+
+
+def set_optimizer_variables(model: Model, values: Sequence[np.ndarray], source: str) -> None:
+    """Restore ``optimizer_variables`` output (Keras's or kgraph's); warn and keep a fresh state where it differs."""
+    optimizer, trainable = model.optimizer, list(model.trainable_weights)
+    leading = len(_leading_variables(optimizer))
+    groups = _slot_groups(optimizer)
+    expected = leading + sum(len(group) for group in groups) * len(trainable)
+    if len(values) not in (leading, expected):
+        warnings.warn(f"'{source}': the optimizer state is not restored: optimizer '{optimizer.name}' has {expected} "
+                      f"variables for this model, and the file holds {len(values)}.", stacklevel=3)
+        return
+    slots, it = {i: {} for i in range(len(trainable))}, iter(values[leading:])
+    for group in groups if len(values) == expected else []:
+        for i, variable in enumerate(trainable):
+            for name in group:
+                slots[i][name] = value = next(it)
+                if tuple(value.shape) != tuple(variable.shape):
+                    warnings.warn(f"'{source}': the optimizer state is not restored: its {name} for weight "
+                                  f"'{variable.path}' has shape {tuple(value.shape)}, the weight "
+                                  f"{tuple(variable.shape)}.", stacklevel=3)
+                    return
+    if leading == 2 and np.float32(optimizer.learning_rate) != np.float32(values[1]):
+        optimizer.learning_rate = float(values[1])  # changed since compile (a callback); else the exact value stays
+    state = [[i, group] for i, group in slots.items() if group]
+    optimizer.set_slot_state(trainable, state, iterations=int(values[0]))

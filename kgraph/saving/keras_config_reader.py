@@ -1,8 +1,9 @@
 """Keras 3 configs (``config.json`` of a ``.keras`` archive) -> kgraph's serialized layers.
 
 Keras writes every object as ``{"module", "class_name", "config", "registered_name"}``. Classes are looked up
-by name in kgraph's own registries (layers, ``kgraph.ops``, initializers, regularizers); no module named in the
-file is ever imported, so reading a config never runs code from it.
+by name: a user's among the custom objects (``custom_objects``, open scopes, registered ones), Keras's in kgraph's
+own registries (layers, ``kgraph.ops``, initializers, regularizers, constraints); no module named in the file is
+ever imported, so reading a config never runs code from it.
 """
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import inspect
 import warnings
 from typing import TYPE_CHECKING
 
-from kgraph import initializers
+from kgraph import constraints, initializers
 from kgraph.layers.layer import get_registered_layer
 from kgraph.ops.operations import get_op_class
-from kgraph.saving.registration import get_registered_object
+from kgraph.saving.registration import custom_objects_in_effect, get_registered_name
 from kgraph.saving.serialization import OPS_MODULE
+from kgraph.saving.serialization_lib import custom_class, decode_arrays, family, function_by_name
 
 if TYPE_CHECKING:
     from collections.abc import Container, Mapping
@@ -26,6 +28,8 @@ _PLAIN_FORMS = ("__keras_tensor__", "__tuple__", "__slice__", "__numpy__", "__el
 _MODEL_CLASSES = ("Functional", "Sequential")
 # Keras arguments whose saved value has no effect unless another argument, left unset, enables them.
 _INERT = {("renorm_momentum", 0.99)}
+# Keras arguments that a layer writes and its constructor discards (it recomputes them).
+_DERIVED = {"TextVectorization": ("vocabulary_size",)}
 _UNSUPPORTED_POLICIES = ("mixed_", "bfloat16", "int8", "int4", "float8", "gptq", "awq")  # prefixes
 
 
@@ -45,17 +49,21 @@ def _module(data):
     return data.get("module") or ""
 
 
-def layer_from_keras(data: Mapping[str, Any], custom_objects: CustomObjects, path: str = "config") -> dict[str, Any]:
+def layer_from_keras(data: Mapping[str, Any], custom_objects: CustomObjects | None,
+                     path: str = "config") -> dict[str, Any]:
     """One Keras-serialized layer, model or op as kgraph's ``{"class_name", "config"[, "module"]}``."""
+    return _layer(data, custom_objects_in_effect(custom_objects), path)
+
+
+def _layer(data, custom_objects, path):
     if not _is_object(data):
         raise ValueError(f"Expected a Keras object with 'class_name' and 'config' at {path} of the .keras config. "
                          f"Received: {str(data)[:200]}")
-    class_name, registered = data["class_name"], data.get("registered_name")
-    for key in (class_name, registered):
-        # custom_objects, or a class the user registered (register_keras_serializable) under the file's name
-        if key in custom_objects or (key == registered and key and get_registered_object(key) is not None):
-            return _with_build_config({"class_name": key, "config": _value(data["config"], custom_objects, path)},
-                                      data)
+    class_name = data["class_name"]
+    cls = custom_class(data, custom_objects)
+    if cls is not None:
+        config = _value(data["config"], custom_objects, path)
+        return _with_build_config({"class_name": _custom_key(data, cls, custom_objects), "config": config}, data)
     if _module(data).startswith(("keras.src.ops.", "keras.ops")):
         if get_op_class(class_name) is None:
             raise _unknown("operation class", data, path)
@@ -78,12 +86,20 @@ def layer_from_keras(data: Mapping[str, Any], custom_objects: CustomObjects, pat
     return out if cls.__module__.startswith("kgraph.") else _with_build_config(out, data)
 
 
+def _custom_key(data, cls, custom_objects):
+    """The name ``cls`` is found by among the custom objects (its class name where only registration knows it)."""
+    for key in (data.get("registered_name"), data["class_name"], get_registered_name(cls)):
+        if isinstance(key, str) and custom_objects.get(key) is cls:
+            return key
+    return data["class_name"]
+
+
 def _with_build_config(out, data):
-    """A user's layer or subclassed model keeps Keras's ``build_config`` input shape: built from it, its
-    sub-layers have their weights before the weights file is read."""
-    shape = (data.get("build_config") or {}).get("input_shape")
-    if shape is not None:
-        out["build_config"] = {"input_shape": shape}
+    """A user's layer or model keeps Keras's ``build_config`` whole: what its ``get_build_config`` wrote."""
+    # Built from it, its sub-layers have their weights before the weights file is read.
+    build = data.get("build_config")
+    if isinstance(build, dict) and (set(build) - {"input_shape"} or build.get("input_shape") is not None):
+        out["build_config"] = dict(build)
     return out
 
 
@@ -101,26 +117,54 @@ def _model_from_keras(data, custom_objects, path):
     config = data["config"]
     layers = []
     for i, entry in enumerate(config.get("layers", [])):
-        layer = layer_from_keras(entry, custom_objects, f"{path}.layers[{i}]")
+        layer = _layer(entry, custom_objects, f"{path}.layers[{i}]")
         if "name" in entry:
             layer["name"] = entry["name"]
         if "inbound_nodes" in entry:
             layer["inbound_nodes"] = _value(entry["inbound_nodes"], custom_objects, f"{path}.layers[{i}]")
+            _without_mask_arguments(layer, custom_objects)
         if layer.get("module") == OPS_MODULE:
             _arguments_to_calls(layer)
         layers.append(layer)
     if data["class_name"] == "Sequential":
-        out = {"class_name": "Sequential", "config": {"name": config.get("name"), "layers": layers,
-                                                      "trainable": config.get("trainable", True)}}
-        shape = (data.get("build_config") or {}).get("input_shape") or config.get("build_input_shape")
-        if shape is not None and not any(entry["class_name"] == "InputLayer" for entry in layers):
-            out["build_config"] = {"input_shape": shape}
-        return out
+        return _sequential(data, layers)
     kept = {k: config[k] for k in ("name", "trainable") if k in config}
     nested = {entry.get("name") for entry in config.get("layers", []) if entry.get("class_name") == "Functional"}
     for key in ("input_layers", "output_layers"):
         kept[key] = shift_model_refs(config[key], nested, -1)
     return {"class_name": "Functional", "config": {**kept, "layers": layers}}
+
+
+def _sequential(data, layers):
+    """A Keras Sequential, its batch dimension left free unless a layer is stateful."""
+    # Keras records the batch size of the data that built it (its first ``fit``), and runs other sizes all the same.
+    config = data["config"]
+    out = {"class_name": "Sequential", "config": {"name": config.get("name"), "layers": layers,
+                                                  "trainable": config.get("trainable", True)}}
+    stateful = any(entry["config"].get("stateful") for entry in layers)
+    if layers and layers[0]["class_name"] == "InputLayer" and not stateful:
+        first = layers[0]["config"]
+        if first.get("batch_shape"):
+            layers[0] = dict(layers[0], config=dict(first, batch_shape=[None, *first["batch_shape"][1:]]))
+    shape = (data.get("build_config") or {}).get("input_shape") or config.get("build_input_shape")
+    if shape is not None and not any(entry["class_name"] == "InputLayer" for entry in layers):
+        out["build_config"] = {"input_shape": shape if stateful else [None, *shape[1:]]}
+    return out
+
+
+def _without_mask_arguments(layer, custom_objects):
+    """Drop the ``mask`` Keras recorded in the calls of a layer whose kgraph ``call`` takes none."""
+    # kgraph propagates the mask itself; of the layers concerned, a mask changes only the training statistics of
+    # Keras's BatchNormalization, which kgraph's does not mask.
+    cls = custom_objects.get(layer["class_name"]) or get_registered_layer(layer["class_name"])
+    if layer.get("module") == OPS_MODULE or not isinstance(cls, type) or not hasattr(cls, "call"):
+        return
+    params = inspect.signature(cls.call).parameters
+    if "mask" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    for node in layer["inbound_nodes"]:
+        if isinstance(node, dict) and "mask" in node.get("kwargs", {}):
+            node["kwargs"] = {k: v for k, v in node["kwargs"].items() if k != "mask"}
 
 
 def shift_model_refs(structure: list[Any] | dict[str, Any], names: Container[str],
@@ -163,23 +207,22 @@ def _value(value, custom_objects, path):
                          "by name in `custom_objects`.")
     if class_name.endswith("DTypePolicy"):
         return _dtype(value, path)
-    if module.startswith(("keras.initializers", "keras.src.initializers")):
-        return _initializer(value, path)
-    if module.startswith(("keras.regularizers", "keras.src.regularizers")):
-        if class_name not in ("L1", "L2", "L1L2"):
-            raise _unknown("regularizer class", value, path)
-        return {"class_name": class_name, "config": value["config"]}
-    if module.startswith(("keras.constraints", "keras.src.constraints")):
-        warnings.warn(f"kgraph does not apply weight constraints: {class_name} at {path} of the .keras config is "
-                      "dropped (predictions are unchanged; training will not enforce it).", stacklevel=2)
-        return None
     if class_name == "function":
-        if module.startswith(("keras.activations", "keras.src.activations")):
-            return value["config"]
-        if value["config"] in custom_objects:
-            return custom_objects[value["config"]]
-        raise _unknown("function", dict(value, class_name=value["config"]), path)
-    return layer_from_keras(value, custom_objects, path)
+        return _function(value, custom_objects, path)
+    if custom_class(value, custom_objects) is None:
+        kind = family(module)
+        if kind in _OBJECT_FAMILIES:
+            return _OBJECT_FAMILIES[kind](value, path)
+    return _layer(value, custom_objects, path)
+
+
+def _function(value, custom_objects, path):
+    """A saved function: a custom or registered one, or kgraph's of that name (an activation, a loss)."""
+    name = value["config"]
+    found = function_by_name(name, _module(value), custom_objects) if isinstance(name, str) else None
+    if found is None:
+        raise _unknown("function", dict(value, class_name=name), path)
+    return found
 
 
 def _dtype(value, path):
@@ -191,18 +234,40 @@ def _dtype(value, path):
 
 
 def _initializer(value, path):
-    class_name = value["class_name"]
+    return initializer_config(value["class_name"], value["config"], path, value)
+
+
+def initializer_config(class_name: str, config: Mapping[str, Any], path: str,
+                       data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """kgraph's ``{"class_name", "config"}`` of a Keras initializer: unset arguments kgraph lacks are dropped."""
     try:
         cls = type(initializers.get({"class_name": class_name, "config": {}}))
     except (ValueError, TypeError):
-        raise _unknown("initializer class", value, path) from None
+        raise _unknown("initializer class", data or {"class_name": class_name}, path) from None
     accepted = constructor_arguments(cls)
-    config = {k: v for k, v in value["config"].items() if v is not None or k in accepted}
+    config = {k: decode_arrays(v) for k, v in config.items() if v is not None or k in accepted}
     extra = sorted(set(config) - accepted)
     if extra:
         raise ValueError(f"Initializer {class_name} at {path} of the .keras config uses arguments kgraph does not "
-                         f"support: {extra}. Received: {value['config']}")
+                         f"support: {extra}. Received: {config}")
     return {"class_name": class_name, "config": config}
+
+
+def _regularizer(value, path):
+    if value["class_name"] not in ("L1", "L2", "L1L2"):
+        raise _unknown("regularizer class", value, path)
+    return {"class_name": value["class_name"], "config": value["config"]}
+
+
+def _constraint(value, path):
+    try:
+        constraints.deserialize({"class_name": value["class_name"], "config": value["config"]})
+    except (ValueError, TypeError):
+        raise _unknown("constraint class", value, path) from None
+    return {"class_name": value["class_name"], "config": value["config"]}
+
+
+_OBJECT_FAMILIES = {"initializers": _initializer, "regularizers": _regularizer, "constraints": _constraint}
 
 
 def constructor_arguments(cls: type) -> set[str]:
@@ -225,7 +290,11 @@ def _supported_arguments(cls, config, path):
     for key, value in config.items():
         if key in accepted:
             out[key] = value
-        elif value not in (None, False, 0, 0.0, [], {}) and (key, value) not in _INERT:
+        elif key.endswith("_constraint") and value is not None:
+            warnings.warn(f"kgraph's {cls.__name__} takes no `{key}`: {value['class_name']} at {path} of the .keras "
+                          "config is dropped (predictions are unchanged; training will not enforce it).", stacklevel=2)
+        elif value not in (None, False, 0, 0.0, [], {}) and (key, value) not in _INERT \
+                and key not in _DERIVED.get(cls.__name__, ()):
             raise ValueError(f"Layer '{config.get('name')}' ({cls.__name__}) at {path} of the .keras config uses "
                              f"`{key}={value!r}`, which kgraph does not support.")
     return out

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from kgraph.layers.layer import get_registered_layer
 from kgraph.saving.keras_config_reader import shift_model_refs
-from kgraph.saving.registration import get_registered_name
+from kgraph.saving.registration import get_registered_name, get_registered_object
 from kgraph.saving.serialization import OPS_MODULE, serialize_layer
+from kgraph.saving.serialization_lib import serialize_keras_object
 
 if TYPE_CHECKING:
     from typing import Any
@@ -51,19 +54,22 @@ def _layer(data, where):
         config = dict(config, layers=[_layer(entry, where) for entry in config["layers"]])
         return {"module": "keras", "class_name": "Sequential", "config": config, "registered_name": None}
     config = {k: v for k, v in config.items() if k not in _KERAS_REJECTS.get(class_name, ())}
-    out = {**_origin(class_name), "class_name": class_name, "config": _config(config, f"{where}/{class_name}")}
+    out = {**_origin(class_name, data.get("registered_name")), "class_name": class_name,
+           "config": _config(config, f"{where}/{class_name}")}
     build = data.get("build_config")
-    if build and "extra_shapes" not in build:
+    if build and not out["module"].startswith("keras"):
+        out["build_config"] = _json_value(build)  # a user's layer: what its get_build_config() wrote
+    elif build and "extra_shapes" not in build:
         # Keras builds from {"input_shape": ...} or from the keyword shapes of build() under "shapes_dict".
         out["build_config"] = build if "input_shape" in build else \
             {"shapes_dict": {k: v for k, v in build.items() if v is not None}}
     return out
 
 
-def _origin(class_name):
+def _origin(class_name, registered=None):
     """Built-in layers are Keras's; a user's layer keeps its module and its registered name (``package>name``, or
     its class name), the name a Keras user passes in ``custom_objects`` to supply a Keras version of it."""
-    cls = get_registered_layer(class_name)
+    cls = get_registered_object(registered) if registered else get_registered_layer(class_name)
     module = getattr(cls, "__module__", "")
     if module.startswith("kgraph."):
         return {"module": "keras.layers", "registered_name": None}
@@ -125,16 +131,35 @@ def _config(config, where):
     for key, value in config.items():
         if key in _DROPPED_ARGUMENTS:
             continue
-        if key.endswith("_initializer") and isinstance(value, dict):
-            value = {"module": "keras.initializers", "class_name": value["class_name"],
-                     "config": value.get("config", {}), "registered_name": None}
-        elif key.endswith("_regularizer") and isinstance(value, dict):
-            value = {"module": "keras.regularizers", "class_name": value["class_name"],
+        if key == "dtype" and value == "str":
+            value = "string"  # NumPy's name, Keras's
+        elif _is_keras_object(value):
+            pass  # already in Keras's form (a user's layer config, serialized by serialize_keras_object)
+        elif key.endswith(("_initializer", "_regularizer", "_constraint")) and isinstance(value, dict):
+            family = key.rsplit("_", 1)[1]
+            value = {"module": f"keras.{family}s", "class_name": value["class_name"],
                      "config": value.get("config", {}), "registered_name": None}
         elif isinstance(value, dict) and "class_name" in value and "config" in value \
                 and isinstance(value["config"], dict) and "name" in value["config"]:
             value = _layer(value, where)
         elif isinstance(value, list) and value and all(isinstance(v, dict) and "class_name" in v for v in value):
-            value = [_layer(v, where) for v in value]
-        out[key] = value
+            value = [v if _is_keras_object(v) else _layer(v, where) for v in value]
+        out[key] = _json_value(value)
     return out
+
+
+def _is_keras_object(value):
+    """A config already in Keras's form (with a module, not one of kgraph's)."""
+    return isinstance(value, dict) and "class_name" in value and "config" in value \
+        and isinstance(value.get("module"), str) and not value["module"].startswith("kgraph.")
+
+
+def _json_value(value):
+    """``value`` as JSON holds it, in Keras's forms: NumPy arrays as ``__numpy__``, NumPy scalars as numbers."""
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return serialize_keras_object(value)
+    return value

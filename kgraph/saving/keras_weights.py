@@ -3,7 +3,9 @@
 Keras stores each layer's own variables at ``<path>/vars/<i>``; a model's layers sit under ``layers/<name>``
 where ``<name>`` is the snake-cased class name, numbered per model in layer order (``dense``, ``dense_1``),
 and sub-layers under the attribute that holds them (``lstm/cell``, ``bidirectional/forward_layer/cell``,
-``multi_head_attention/query_dense``). kgraph layers keep Keras's variable order, so each group lines up.
+``multi_head_attention/query_dense``). kgraph layers keep Keras's variable order, so each group lines up. A layer
+whose class defines ``save_own_variables``/``load_own_variables`` fills and reads its group itself, and the
+optimizer's variables sit under ``optimizer/vars``.
 """
 from __future__ import annotations
 
@@ -23,11 +25,14 @@ from kgraph.layers.rnn.rnn_cells import StackedRNNCells
 from kgraph.saving.keras_archive import WEIGHTS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
+    from typing import Any
 
     from kgraph.backend.variable import Variable
     from kgraph.models.model import Model
 
+OPTIMIZER_VARS = "optimizer/vars"
 _ATTENTION_GROUPS = ("query_dense", "key_dense", "value_dense", "output_dense")
 _GROUPED_ATTENTION_LAYERS = ("query_dense", "key_dense", "gate_dense", "value_dense", "output_dense")
 # Keras names h5 groups after its Python class, which differs from the exported name for these.
@@ -73,31 +78,33 @@ def _class_name(layer):
 
 
 def _groups(layer, prefix):
-    """``[(h5 group path, [variables])]`` of ``layer`` in kgraph's weight order."""
+    """``[(h5 group path, [variables], owner layer or None)]`` of ``layer``, in kgraph's weight order."""
+    # owner: the layer whose own group it is; None for the groups of the sub-layers kgraph folds into one layer.
     if hasattr(layer, "nodes_by_depth") or type(layer).__name__ == "Sequential":
-        return [(prefix, _own(layer))] + _container(layer.layers, _join(prefix, "layers"))
+        return [(prefix, _own(layer), layer)] + _container(layer.layers, _join(prefix, "layers"))
     if isinstance(layer, RecurrentBase):
-        return [(prefix, []), (_join(prefix, "cell"), _own(layer))]
+        return [(prefix, [], layer), (_join(prefix, "cell"), _own(layer), None)]
     if isinstance(layer, RNN):
-        return [(prefix, _own(layer))] + _groups(layer.cell, _join(prefix, "cell"))
+        return [(prefix, _own(layer), layer)] + _groups(layer.cell, _join(prefix, "cell"))
     if isinstance(layer, StackedRNNCells):
-        return [(prefix, _own(layer))] + _container(layer.cells, _join(prefix, "cells"))
+        return [(prefix, _own(layer), layer)] + _container(layer.cells, _join(prefix, "cells"))
     if isinstance(layer, Bidirectional):
-        return [(prefix, _own(layer))] + _groups(layer.forward_layer, _join(prefix, "forward_layer")) + \
+        return [(prefix, _own(layer), layer)] + _groups(layer.forward_layer, _join(prefix, "forward_layer")) + \
             _groups(layer.backward_layer, _join(prefix, "backward_layer"))
     if isinstance(layer, MultiHeadAttention):
         own = _own(layer)
         per = 2 if layer.use_bias else 1
-        return [(prefix, [])] + [(_join(prefix, name), own[i * per:(i + 1) * per])
-                                 for i, name in enumerate(_ATTENTION_GROUPS)]
+        return [(prefix, [], layer)] + [(_join(prefix, name), own[i * per:(i + 1) * per], None)
+                                        for i, name in enumerate(_ATTENTION_GROUPS)]
     if isinstance(getattr(layer, "layer", None), Layer):  # wrappers: TimeDistributed, SpectralNormalization
-        return [(prefix, _own(layer))] + _groups(layer.layer, _join(prefix, "layer"))
+        return [(prefix, _own(layer), layer)] + _groups(layer.layer, _join(prefix, "layer"))
     if isinstance(layer, GroupQueryAttention):
-        return [(prefix, _own(layer))] + [group for name in _GROUPED_ATTENTION_LAYERS if hasattr(layer, name)
-                                          for group in _groups(getattr(layer, name), _join(prefix, f"_{name}"))]
+        return [(prefix, _own(layer), layer)] + [
+            group for name in _GROUPED_ATTENTION_LAYERS if hasattr(layer, name)
+            for group in _groups(getattr(layer, name), _join(prefix, f"_{name}"))]
     if not type(layer).__module__.startswith("kgraph."):
-        return [(prefix, _own(layer))] + _attribute_children(layer, prefix)
-    return [(prefix, _own(layer))]
+        return [(prefix, _own(layer), layer)] + _attribute_children(layer, prefix)
+    return [(prefix, _own(layer), layer)]
 
 
 def _attribute_children(layer, prefix):
@@ -138,8 +145,15 @@ _BASE_ATTRIBUTES = {}
 
 def weight_groups(model: Model) -> list[tuple[str, list[Variable]]]:
     """Every h5 group of ``model`` with its variables; a clear error for layers whose paths kgraph cannot name."""
+    return [(path, variables) for path, variables, _ in owned_groups(model)]
+
+
+def owned_groups(model: Model, complete: bool = True) -> list[tuple[str, list[Variable], Layer | None]]:
+    """``weight_groups`` with each group's owner; ``complete=False`` skips the check that every weight is placed."""
     groups = _groups(model, "")
-    placed = {id(v) for _, variables in groups for v in variables}
+    if not complete:
+        return groups
+    placed = {id(v) for _, variables, _ in groups for v in variables}
     for layer in model._flatten_layers():
         missing = [v for v in _own(layer) if id(v) not in placed]
         if missing:
@@ -148,33 +162,74 @@ def weight_groups(model: Model) -> list[tuple[str, list[Variable]]]:
     return groups
 
 
-def read_weights(model: Model, payload: bytes, source: str) -> None:
-    """Set ``model``'s weights from the bytes of ``model.weights.h5``; shapes and counts are checked first."""
+def user_hook(layer: Layer | None, name: str) -> Callable[..., Any] | None:
+    """The layer's saving hook ``name`` (``save_own_variables``...) where its class, not kgraph's, defines it."""
+    method = getattr(type(layer), name, None) if layer is not None else None
+    if method is None or getattr(method, "__module__", "").startswith("kgraph."):
+        return None
+    return getattr(layer, name)
+
+
+def read_weights(model: Model, payload: bytes, source: str) -> list[np.ndarray] | None:
+    """Set ``model``'s weights from ``model.weights.h5``, checked first; return the optimizer's saved variables."""
+    # A layer with its own ``load_own_variables`` gets its group's arrays instead.
     h5py = h5py_module()
-    values, read = {}, set()
+    values, read, hooks = {}, set(), []
     try:
         with h5py.File(io.BytesIO(payload), "r") as f:
-            for path, variables in weight_groups(model):
-                if not variables:
+            for path, variables, owner in owned_groups(model):
+                hook = user_hook(owner, "load_own_variables")
+                if hook is None and not variables:
                     continue
                 read.add(_join(path, "vars"))
                 group = _follow(f, _join(path, "vars"), source, h5py)
-                keys = sorted(group.keys(), key=_index) if isinstance(group, h5py.Group) else []
-                if keys != [str(i) for i in range(len(variables))]:
-                    raise ValueError(f"Cannot load '{source}': layer weights at '{_join(path, 'vars')}' do not "
-                                     f"match the model: expected {len(variables)} weights "
-                                     f"({[v.path for v in variables]}). Received: {keys}")
-                for key, variable in zip(keys, variables):
-                    dataset = _follow(group, key, source, h5py)
-                    values[id(variable)] = _dataset(dataset, variable, f"{path}/vars/{key}", source, h5py)
+                if hook is not None:
+                    values.update((id(v), v.numpy()) for v in variables)
+                    hooks.append((hook, _arrays(group, _join(path, "vars"), source, h5py)))
+                    continue
+                values.update(_layer_values(group, path, variables, source, h5py))
             unread = sorted(name for name in _weight_groups_in(f, h5py) if name not in read)
             if unread:
                 raise ValueError(f"Cannot load '{source}': its {WEIGHTS} holds weights the model has no place for, "
                                  f"at {unread[:5]}: the rebuilt model has fewer weights than the saved one (a layer "
                                  "that is not built, or a different architecture).")
+            optimizer = _follow(f, OPTIMIZER_VARS, source, h5py)
+            saved_optimizer = list(_arrays(optimizer, OPTIMIZER_VARS, source, h5py).values()) \
+                if optimizer is not None else None
     except OSError as err:
         raise ValueError(f"Cannot load '{source}': its {WEIGHTS} is not a readable HDF5 file ({err}).") from None
     model.set_weights([values[id(v)] for v in model.weights])
+    for hook, arrays in hooks:
+        hook(arrays)
+    return saved_optimizer
+
+
+def _layer_values(group, path, variables, source, h5py):
+    """``{id(variable): array}`` of one layer's ``vars`` group, its keys ``0..n-1`` matching its variables."""
+    keys = sorted(group.keys(), key=_index) if isinstance(group, h5py.Group) else []
+    if keys != [str(i) for i in range(len(variables))]:
+        raise ValueError(f"Cannot load '{source}': layer weights at '{_join(path, 'vars')}' do not match the model: "
+                         f"expected {len(variables)} weights ({[v.path for v in variables]}). Received: {keys}")
+    return {id(variable): _dataset(_follow(group, key, source, h5py), variable, f"{path}/vars/{key}", source, h5py)
+            for key, variable in zip(keys, variables)}
+
+
+def _arrays(group, path, source, h5py):
+    """Every array of a ``vars`` group by key, in Keras's order (``0, 1, ..., 10``), read as plain NumPy arrays."""
+    if group is None:
+        return {}
+    if not isinstance(group, h5py.Group):
+        raise ValueError(f"Cannot load '{source}': '{path}' in {WEIGHTS} must be a group of arrays.")
+    out = {}
+    for key in sorted(group.keys(), key=lambda k: (_index(k) < 0, _index(k), k)):
+        dataset = _follow(group, key, source, h5py)
+        if not isinstance(dataset, h5py.Dataset) or dataset.dtype.kind not in "biuf":
+            raise ValueError(f"Cannot load '{source}': '{path}/{key}' in {WEIGHTS} must be a numeric array.")
+        if dataset.is_virtual or dataset.external:
+            raise ValueError(f"Refusing to load '{source}': '{path}/{key}' in {WEIGHTS} keeps its data in other "
+                             "files.")
+        out[key] = np.asarray(dataset[()])
+    return out
 
 
 def _weight_groups_in(f, h5py):
@@ -219,14 +274,23 @@ def _dataset(dataset, variable, path, source, h5py):
     return np.asarray(dataset[()], dtype=variable.dtype)
 
 
-def weights_bytes(model: Model) -> bytes:
-    """The bytes of a ``model.weights.h5`` that Keras 3 reads into the same architecture."""
+def weights_bytes(model: Model, optimizer_variables: list[np.ndarray] | None = None) -> bytes:
+    """The bytes of a ``model.weights.h5`` that Keras 3 reads, with the optimizer's variables (if given)."""
+    # A layer's own ``save_own_variables`` fills its group; the optimizer's go under ``optimizer/vars``.
     h5py = h5py_module()
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as f:
         f.create_group("vars")
-        for path, variables in weight_groups(model):
+        for path, variables, owner in owned_groups(model):
             group = f.require_group(_join(path, "vars"))
-            for i, variable in enumerate(variables):
-                group.create_dataset(str(i), data=np.asarray(variable.numpy()))
+            hook = user_hook(owner, "save_own_variables")
+            store = {} if hook is not None else {str(i): v.numpy() for i, v in enumerate(variables)}
+            if hook is not None:
+                hook(store)
+            for key, value in store.items():
+                group.create_dataset(str(key), data=np.asarray(value))
+        if optimizer_variables is not None:
+            group = f.require_group(OPTIMIZER_VARS)
+            for i, value in enumerate(optimizer_variables):
+                group.create_dataset(str(i), data=np.asarray(value))
     return buffer.getvalue()

@@ -1,7 +1,8 @@
 """Saving and loading models as pickles, read back only through a restricted unpickler.
 
-A model file holds plain data only: dicts, lists, strings, numbers and NumPy
-arrays (architecture config, weights, compile config, optimizer state). The
+A model file holds plain data only: dicts, lists, strings, bytes, numbers and
+NumPy arrays (architecture config, weights, Keras's compile config, optimizer
+state, and what layers' own saving hooks store: variables and asset files). The
 unpickler refuses every global except the few NumPy functions that rebuild
 numeric arrays, so loading a file never imports or calls anything else.
 """
@@ -110,15 +111,15 @@ def _check_overwrite(filepath, overwrite):
 
 def model_payload(model: Model) -> dict[str, Any]:
     """The plain-data dict that ``save_model`` pickles."""
+    from kgraph.saving.layer_state import saved_assets, saved_own_variables
     from kgraph.saving.serialization import serialize_layer
     from kgraph.version import __version__
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, "kgraph_version": __version__,
                "model": serialize_layer(model), "weights": [np.array(w) for w in model.get_weights()],
-               "compile": None}
+               "compile_config": None, "optimizer_state": None,
+               "own_variables": saved_own_variables(model), "assets": saved_assets(model, complete=False)}
     if getattr(model, "compiled", False):
-        compile_config = _serialize_compile(model)
-        if compile_config is not None:
-            payload["compile"] = compile_config
+        payload.update(_serialize_compile(model))
     return payload
 
 
@@ -144,11 +145,27 @@ def load_model(filepath: os.PathLike[str] | str, custom_objects: CustomObjects |
     if payload.get("format_version", 0) > FORMAT_VERSION:
         raise ValueError(f"'{os.fspath(filepath)}' was written by a newer kgraph (format "
                          f"{payload['format_version']}); this kgraph reads format {FORMAT_VERSION}.")
+    return _model_from_payload(payload, os.fspath(filepath), custom_objects, compile)
+
+
+def _model_from_payload(payload, source, custom_objects, compile):
+    from kgraph.saving.keras_compile import restore_compile
+    from kgraph.saving.layer_state import load_assets, load_own_variables
+    from kgraph.saving.registration import CustomObjectScope, custom_objects_in_effect
     from kgraph.saving.serialization import deserialize_layer
-    model = deserialize_layer(payload["model"], custom_objects)
-    model.set_weights(payload["weights"])
-    if compile and payload.get("compile"):
-        _restore_compile(model, payload["compile"])
+    objects = custom_objects_in_effect(custom_objects)
+    with CustomObjectScope(objects):
+        model = deserialize_layer(payload["model"], objects)
+        model.set_weights(payload["weights"])
+        load_own_variables(model, payload.get("own_variables") or {})
+        load_assets(model, payload.get("assets") or {}, complete=False)
+        saved = payload.get("compile_config")
+        state = payload.get("optimizer_state")
+        if saved is None and payload.get("compile"):  # the layout of files kgraph wrote before Keras's
+            saved = {k: v for k, v in payload["compile"].items() if k != "optimizer_state"}
+            state = payload["compile"].get("optimizer_state")
+        if compile and restore_compile(model, saved, source, objects) and state and model.optimizer is not None:
+            model.optimizer.set_slot_state(model.trainable_weights, state["slots"], state["iterations"])
     return model
 
 
@@ -169,54 +186,17 @@ def load_weights(model: Model, filepath: os.PathLike[str] | str) -> None:
 
 
 def _serialize_compile(model):
-    from kgraph import losses, metrics, optimizers
-    config = model._compile_config
+    """The model's Keras ``compile_config`` and its optimizer's state (iterations, slots by weight position)."""
+    from kgraph.saving.keras_compile import compile_config
     try:
-        loss = _map_spec(config["loss"], losses.serialize)
-        metric_specs = _map_spec(config["metrics"], metrics.serialize)
+        config = compile_config(model)
     except (ValueError, TypeError) as err:
         warnings.warn(f"Model '{model.name}' is saved without its compile configuration ({err}); "
-                      "it will load uncompiled.", stacklevel=3)
-        return None
+                      "it will load uncompiled.", stacklevel=4)
+        return {}
     optimizer = model.optimizer
-    return {"optimizer": optimizers.serialize(optimizer), "loss": loss, "metrics": metric_specs,
-            "loss_weights": config["loss_weights"], "optimizer_state": _optimizer_state(model)}
-
-
-def _map_spec(spec, serialize):
-    if spec is None or isinstance(spec, str):
-        return spec
-    if isinstance(spec, dict):
-        return {k: _map_spec(v, serialize) for k, v in spec.items()}
-    if isinstance(spec, (list, tuple)):
-        return [_map_spec(v, serialize) for v in spec]
-    return serialize(spec)
-
-
-def _unmap_spec(spec, deserialize):
-    if spec is None or isinstance(spec, str):
-        return spec
-    if isinstance(spec, dict) and "class_name" in spec:
-        return deserialize(spec)
-    if isinstance(spec, dict):
-        return {k: _unmap_spec(v, deserialize) for k, v in spec.items()}
-    return [_unmap_spec(v, deserialize) for v in spec]
-
-
-def _optimizer_state(model):
-    """Optimizer iterations and slot arrays, aligned with ``model.trainable_weights`` by position."""
-    optimizer = model.optimizer
+    if optimizer is None:
+        return {"compile_config": config}
     index = {id(v): i for i, v in enumerate(model.trainable_weights)}
-    slots = optimizer.get_slot_state(index)
-    return {"iterations": int(optimizer.iterations), "slots": slots}
-
-
-def _restore_compile(model, config):
-    from kgraph import losses, metrics, optimizers
-    model.compile(optimizer=optimizers.deserialize(config["optimizer"]),
-                  loss=_unmap_spec(config["loss"], losses.deserialize),
-                  metrics=_unmap_spec(config["metrics"], metrics.deserialize),
-                  loss_weights=config["loss_weights"])
-    state = config.get("optimizer_state")
-    if state:
-        model.optimizer.set_slot_state(model.trainable_weights, state["slots"], state["iterations"])
+    return {"compile_config": config,
+            "optimizer_state": {"iterations": int(optimizer.iterations), "slots": optimizer.get_slot_state(index)}}

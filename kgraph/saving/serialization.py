@@ -10,7 +10,7 @@ import numpy as np
 from kgraph import tree
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.layer import get_registered_layer
-from kgraph.saving.registration import get_registered_object
+from kgraph.saving.registration import get_registered_name, get_registered_object
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -28,7 +28,16 @@ OPS_MODULE = "kgraph.ops"
 
 def serialize_layer(layer: Operation) -> dict[str, Any]:
     """``{"class_name", "config", "build_config"}`` for one layer (or op Operation)."""
-    out = {"class_name": type(layer).__name__, "config": layer.get_config()}
+    # A user's layer may keep Keras objects (an initializer, a nested layer, a function) in its ``get_config()``:
+    # they are serialized as Keras serializes them, for its ``from_config`` to deserialize.
+    config = layer.get_config()
+    out = {"class_name": type(layer).__name__}
+    if not type(layer).__module__.startswith("kgraph."):
+        from kgraph.saving.serialization_lib import serialize_dict
+        config = serialize_dict(config)
+        if get_registered_name(type(layer)) != type(layer).__name__:
+            out["registered_name"] = get_registered_name(type(layer))  # found by it, whatever shares its name
+    out["config"] = config
     if getattr(layer, "op_name", None) is not None:
         out["module"] = OPS_MODULE  # op classes share names with layers (Add, Concatenate...)
     build = layer.get_build_config() if hasattr(layer, "get_build_config") and \
@@ -38,15 +47,15 @@ def serialize_layer(layer: Operation) -> dict[str, Any]:
     return out
 
 
-def _find_class(class_name, custom_objects, module=None):
+def _find_class(class_name, custom_objects, module=None, registered=None):
     from kgraph.ops.operations import get_op_class
     if module == OPS_MODULE:
         cls = get_op_class(class_name)
         if cls is None:
             raise ValueError(f"Unknown operation '{class_name}': no `kgraph.ops` function has that name.")
         return cls
-    cls = (custom_objects or {}).get(class_name) or get_registered_layer(class_name) or \
-        get_registered_object(class_name)
+    cls = (registered and get_registered_object(registered, custom_objects)) or \
+        (custom_objects or {}).get(class_name) or get_registered_layer(class_name) or get_registered_object(class_name)
     if cls is None:
         raise ValueError(f"Unknown layer class '{class_name}'. If it is a custom layer, import the module "
                          f"that defines it before loading, or pass it as `custom_objects={{'{class_name}': "
@@ -56,21 +65,35 @@ def _find_class(class_name, custom_objects, module=None):
 
 def deserialize_layer(data: Mapping[str, Any], custom_objects: CustomObjects | None = None) -> Operation:
     """Rebuild a layer from ``serialize_layer`` output."""
-    cls = _find_class(data["class_name"], custom_objects, data.get("module"))
-    if hasattr(cls, "nodes_by_depth") or data["class_name"] in ("Functional", "Sequential") or \
-            "custom_objects" in inspect.signature(cls.from_config).parameters:
-        layer = cls.from_config(dict(data["config"]), custom_objects=custom_objects)
-    else:
-        layer = cls.from_config(dict(data["config"]))
-    if data.get("build_config"):
-        layer.build_from_config(_as_tuples(data["build_config"]))
+    cls = _find_class(data["class_name"], custom_objects, data.get("module"), data.get("registered_name"))
+    return instantiate_layer(cls, data, custom_objects)
+
+
+def instantiate_layer(cls: type[Operation], data: Mapping[str, Any],
+                      custom_objects: CustomObjects | None = None) -> Operation:
+    """``cls.from_config`` of ``data["config"]`` (custom objects in scope), then built from its ``build_config``."""
+    from kgraph.saving.registration import CustomObjectScope
+    from kgraph.saving.serialization_lib import decode_arrays
+    config = decode_arrays(dict(data["config"]))
+    if isinstance(config.get("dtype"), dict):  # Keras's dtype policy, as Keras's Layer.from_config reads it
+        config["dtype"] = config["dtype"].get("config", {}).get("name")
+    with CustomObjectScope(custom_objects):
+        if hasattr(cls, "nodes_by_depth") or data["class_name"] in ("Functional", "Sequential") or \
+                "custom_objects" in inspect.signature(cls.from_config).parameters:
+            layer = cls.from_config(config, custom_objects=custom_objects)
+        else:
+            layer = cls.from_config(config)
+        if data.get("build_config") and not getattr(layer, "built", False):
+            layer.build_from_config(_as_tuples(data["build_config"]))
+            layer.built = True  # as Keras, whatever a layer's own build_from_config does
     return layer
 
 
 def _as_tuples(config):
-    if config.get("input_shape") is None:
-        return config
-    out = {"input_shape": _shapes_to_tuples(config["input_shape"])}
+    """A build config with its shapes as tuples; the other keys a layer's ``get_build_config`` wrote, as they are."""
+    out = dict(config)
+    if config.get("input_shape") is not None:
+        out["input_shape"] = _shapes_to_tuples(config["input_shape"])
     if config.get("extra_shapes"):
         out["extra_shapes"] = [None if s is None else _shapes_to_tuples(s) for s in config["extra_shapes"]]
     return out
