@@ -3,7 +3,9 @@
 Every op accepts ndarrays, Python scalars and ``Variable``s, returns a new
 ndarray, and is recorded by an active ``kgraph.backend.autodiff.GradientTape``.
 Called with a KerasTensor, an op records a node of its Operation in the graph
-being built and returns KerasTensors (``kgraph.ops.operations``).
+being built and returns KerasTensors (``kgraph.ops.operations``). Each module
+registers its ops where it defines them (``@operations.op``); this package only
+re-exports them.
 """
 from kgraph.ops.conv import *  # noqa: F401,F403
 from kgraph.ops.conv import __all__ as _conv_all
@@ -63,17 +65,5 @@ from kgraph.ops import namespaces as _namespaces  # noqa: E402
 
 numpy, nn, linalg, image = (_namespaces.build(_ns) for _ns in ("numpy", "nn", "linalg", "image"))
 
-
-from kgraph.ops import operations as _operations  # noqa: E402
-
 # Keras's second name for indexing is the same op (one Operation class, GetItem, one converter).
 get_item = getitem  # noqa: F405
-
-# Every op becomes symbolic-aware: primitives check for KerasTensors themselves, the others are wrapped.
-for _name in __all__:
-    if _name in ("shape", "ndim", "convert_to_tensor", "convert_to_numpy"):
-        continue
-    if not hasattr(globals()[_name], "_kgraph_primitive"):
-        globals()[_name] = _operations.dispatching(_name, globals()[_name])
-    _operations.register(_name, globals()[_name])
-del _name

@@ -16,6 +16,7 @@ import numpy as np
 from kgraph import backend
 from kgraph.backend.autodiff import primitive
 from kgraph.ops.math import _no_gradient, convert_to_tensor
+from kgraph.ops.operations import op
 
 __all__ = ["angle", "conj", "conjugate", "imag", "isreal", "polar", "real", "view_as_complex", "view_as_real"]
 
@@ -38,6 +39,7 @@ def _float_dtype(x):
     return x.dtype if x.dtype.kind == "f" else np.dtype(backend.floatx())
 
 
+@op
 @primitive
 def real(x):
     """The real part of each element (a copy of a real ``x``)."""
@@ -45,6 +47,7 @@ def real(x):
     return np.real(x).copy(), lambda g: g
 
 
+@op
 @primitive
 def imag(x):
     """The imaginary part of each element (zeros of ``x``'s dtype for a real ``x``)."""
@@ -54,6 +57,7 @@ def imag(x):
     return np.imag(x).copy(), lambda g: -1j * g
 
 
+@op
 @primitive
 def conjugate(x):
     """The complex conjugate of each element (a copy of a real ``x``, whatever its dtype)."""
@@ -63,9 +67,10 @@ def conjugate(x):
     return np.conjugate(x), np.conjugate
 
 
-conj = conjugate
+conj = op(conjugate, name="conj")
 
 
+@op
 @primitive
 def angle(x):
     """The angle of each element in radians, in ``(-pi, pi]``; integer and boolean inputs give floatx.
@@ -85,12 +90,14 @@ def angle(x):
     return out, lambda g: np.zeros(x.shape, dtype)
 
 
+@op
 @_no_gradient
 def isreal(x):
     """Whether each element's imaginary part is zero (True everywhere for a real ``x``)."""
     return np.isreal(_tensor(x))
 
 
+@op
 @primitive
 def polar(abs_, angle):
     """``abs_ * (cos(angle) + i sin(angle))``, broadcast: complex64 from float32 parts, complex128 from float64.
@@ -113,6 +120,7 @@ def polar(abs_, angle):
     return out, vjp
 
 
+@op
 @primitive
 def view_as_complex(x):
     """Complex64 numbers ``x[..., 0] + i x[..., 1]`` from pairs in the last axis (of size 2), as Keras gives."""
@@ -129,6 +137,7 @@ def view_as_complex(x):
     return out, vjp
 
 
+@op
 @primitive
 def view_as_real(x):
     """The real and imaginary parts of each element, stacked in a new last axis of size 2.

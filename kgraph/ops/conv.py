@@ -18,6 +18,7 @@ from kgraph.ops.kernels import winograd
 from kgraph.ops.shape import reshape
 from kgraph.ops.kernels.windows import (check_data_format, col2im_add, conv_output_length, conv_pads, im2col,
                                 normalize_tuple, pad, scratch, transpose_crop, unpad)
+from kgraph.ops.operations import op
 
 __all__ = ["conv", "conv_transpose", "depthwise_conv", "separable_conv"]
 
@@ -269,6 +270,7 @@ def conv_args(inputs, kernel, strides, padding, data_format, dilation_rate, op):
     return strides, pads, dilation, channels // cin_g
 
 
+@op
 def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1, bias=None, relu=False):
     """N-D convolution (cross-correlation) of channels-last ``inputs`` with ``kernel``.
 
@@ -287,6 +289,7 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
                  relu=bool(relu))
 
 
+@op
 def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1, bias=None,
                    relu=False):
     """Convolve each input channel separately with ``kernel (*kernel_size, channels, depth_multiplier)``.
@@ -303,6 +306,7 @@ def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None,
     return conv(inputs, grouped, strides, padding, data_format, dilation_rate, bias=bias, relu=relu)
 
 
+@op
 def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, padding="valid", data_format=None,
                    dilation_rate=1, bias=None, relu=False):
     """A depthwise convolution followed by a 1x1 convolution with ``pointwise_kernel``."""
@@ -310,6 +314,7 @@ def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, paddin
     return conv(depthwise, pointwise_kernel, 1, "valid", data_format, 1, bias=bias, relu=relu)
 
 
+@op
 def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format=None,
                    dilation_rate=1, bias=None):
     """Transposed convolution (the gradient of ``conv``) with Keras's output geometry.

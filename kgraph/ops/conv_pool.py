@@ -23,6 +23,7 @@ from kgraph.backend.autodiff import primitive
 from kgraph.ops.kernels import winograd
 from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
 from kgraph.ops.kernels.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
+from kgraph.ops.operations import op
 
 __all__ = ["conv_max_pool"]
 
@@ -286,6 +287,7 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
     return out, lambda g: shared_vjp(backward, g, bias is not None)
 
 
+@op
 def conv_max_pool(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1, bias=None,
                   relu=False, pool_size=2):
     """``max_pool(conv(...), pool_size)`` with pooling strides equal to ``pool_size`` and "valid" padding.

@@ -8,12 +8,17 @@ import functools
 import numpy as np
 
 from kgraph import backend
-from kgraph import ops as _k
+from kgraph.ops import math as _math
+from kgraph.ops import reductions as _reductions
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import (broadcast_to as _broadcast_to, expand_dims as _expand_dims, reshape as _reshape,
+                              shape as _shape, stack as _stack, take as _take)
 from kgraph import tree
 from kgraph.backend.autodiff import _value, on_tape, primitive
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import dtype_of, floating
+from kgraph.ops.operations import op
 
 __all__ = [
     "associative_scan", "cdist", "cond", "custom_gradient", "dtype", "extract_sequences", "fori_loop", "i0",
@@ -25,20 +30,23 @@ __all__ = [
 def _stacked(items, axis=0):
     """Structures of equal shape (one per step) as one structure of stacked leaves."""
     flat = [tree.flatten(item) for item in items]
-    return tree.pack_sequence_as(items[0], [_k.stack(list(leaves), axis=axis) for leaves in zip(*flat)])
+    return tree.pack_sequence_as(items[0], [_stack(list(leaves), axis=axis) for leaves in zip(*flat)])
 
 
+@op
 def cond(pred, true_fn, false_fn):
     """``true_fn()`` if ``pred`` else ``false_fn()``."""
     return true_fn() if bool(_value(pred)) else false_fn()
 
 
+@op
 def switch(index, branches, *operands):
     """``branches[index](*operands)``, ``index`` clipped to the valid range."""
     i = int(np.clip(int(_value(index)), 0, len(branches) - 1))
     return branches[i](*operands)
 
 
+@op
 def fori_loop(lower, upper, body_fun, init_val):
     """``init_val`` updated by ``body_fun(i, value)`` for ``i`` in ``[lower, upper)``."""
     value = init_val
@@ -47,6 +55,7 @@ def fori_loop(lower, upper, body_fun, init_val):
     return value
 
 
+@op
 def while_loop(cond, body, loop_vars, maximum_iterations=None):
     """Apply ``body`` to ``loop_vars`` while ``cond`` holds (at most ``maximum_iterations`` times)."""
     several = isinstance(loop_vars, (tuple, list))
@@ -60,6 +69,7 @@ def while_loop(cond, body, loop_vars, maximum_iterations=None):
     return state
 
 
+@op
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Carry ``init`` through ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``; return (carry, ys)."""
     if xs is None and length is None:
@@ -78,12 +88,13 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     return carry, _stacked(ys)
 
 
+@op
 def associative_scan(f, elems, reverse=False, axis=0):
     """Inclusive scan of ``elems`` along ``axis`` with the associative ``f`` (sequentially)."""
     leaves = tree.flatten(elems)
-    n = _k.shape(leaves[0])[axis]
+    n = _shape(leaves[0])[axis]
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    take = lambda i: tree.map_structure(lambda a: _k.take(a, i, axis=axis), elems)  # noqa: E731
+    take = lambda i: tree.map_structure(lambda a: _take(a, i, axis=axis), elems)  # noqa: E731
     acc = take(order[0])
     outs = {order[0]: acc}
     for i in order[1:]:
@@ -92,6 +103,7 @@ def associative_scan(f, elems, reverse=False, axis=0):
     return _stacked([outs[i] for i in range(n)], axis=axis)
 
 
+@op
 def map(f, xs):
     """``f`` applied to each slice of ``xs`` along its leading axis, the results stacked."""
     n = len(tree.flatten(xs)[0])
@@ -99,6 +111,7 @@ def map(f, xs):
     return _stacked(results)
 
 
+@op
 def vectorized_map(function, elements):
     """``function`` applied to each slice of ``elements`` along the leading axis (``map``)."""
     return map(function, elements)
@@ -110,6 +123,7 @@ def _core_dims(signature):
     return [0 if not part.strip("()") else len(part.strip("()").split(",")) for part in inputs.split("),")]
 
 
+@op
 def vectorize(pyfunc, *, excluded=None, signature=None):
     """``pyfunc`` mapped over the broadcast loop dimensions of its arguments (NumPy's vectorize rules)."""
     excluded = set(excluded or ())
@@ -121,20 +135,21 @@ def vectorize(pyfunc, *, excluded=None, signature=None):
         if len(cores) != len(tensors):
             raise ValueError(f"vectorize's signature names {len(cores)} inputs; the call passes {len(tensors)}. "
                              f"Received: signature={signature!r}")
-        loops = [tuple(_k.shape(args[i]))[:len(_k.shape(args[i])) - c] for i, c in zip(tensors, cores)]
+        loops = [tuple(_shape(args[i]))[:len(_shape(args[i])) - c] for i, c in zip(tensors, cores)]
         loop = np.broadcast_shapes(*loops)
         flat = {}
         for i, c in zip(tensors, cores):
-            core = tuple(_k.shape(args[i]))[len(_k.shape(args[i])) - c:]
-            flat[i] = _k.reshape(_k.broadcast_to(args[i], loop + core), (-1,) + core)
+            core = tuple(_shape(args[i]))[len(_shape(args[i])) - c:]
+            flat[i] = _reshape(_broadcast_to(args[i], loop + core), (-1,) + core)
         count = int(np.prod(loop))
         calls = [pyfunc(*[flat[i][n] if i in flat else a for i, a in enumerate(args)]) for n in range(count)]
         out = _stacked(calls)
-        return tree.pack_sequence_as(out, [_k.reshape(t, loop + tuple(_k.shape(t))[1:]) for t in tree.flatten(out)])
+        return tree.pack_sequence_as(out, [_reshape(t, loop + tuple(_shape(t))[1:]) for t in tree.flatten(out)])
 
     return wrapper
 
 
+@op
 @_no_gradient
 def view(x, dtype=None):
     """The bytes of ``x`` read as ``dtype`` (the last axis rescaled by the item sizes); no gradient."""
@@ -142,6 +157,7 @@ def view(x, dtype=None):
     return x.copy() if dtype is None else x.view(backend.standardize_dtype(dtype))
 
 
+@op
 def custom_gradient(f):
     """Decorate ``f(*args) -> (output, grad_fn)``: the gradient of the inputs is ``grad_fn(upstream)``."""
 
@@ -163,23 +179,27 @@ def custom_gradient(f):
     return wrapper
 
 
+@op
 def dtype(x):
     """The dtype name of ``x`` (``"float32"``...)."""
     return backend.standardize_dtype(dtype_of(x))
 
 
+@op
 def is_tensor(x):
     """Whether ``x`` is an array kgraph computes with (an ndarray or a KerasTensor)."""
     return isinstance(x, (np.ndarray, KerasTensor))
 
 
+@op
 def saturate_cast(x, dtype):
     """``x`` cast to ``dtype``, values clipped to its range first (no wrap-around)."""
     target = np.dtype(backend.standardize_dtype(dtype))
     if target.kind in "iu":
         info = np.iinfo(target)
-        x = _k.clip(x, float(info.min), float(info.max)) if dtype_of(x).kind == "f" else _k.clip(x, info.min, info.max)
-    return _k.cast(x, target.name)
+        bounds = (float(info.min), float(info.max)) if dtype_of(x).kind == "f" else (info.min, info.max)
+        x = _math.clip(x, *bounds)
+    return _math.cast(x, target.name)
 
 
 def _segments(data, segment_ids, num_segments, identity, ufunc):
@@ -192,6 +212,7 @@ def _segments(data, segment_ids, num_segments, identity, ufunc):
     return out, ids, valid
 
 
+@op
 @primitive(num_inputs=1)
 def segment_sum(data, segment_ids, num_segments=None, sorted=False):
     """Sums of the rows of ``data`` sharing a segment id (``num_segments`` rows; ids out of range dropped)."""
@@ -205,6 +226,7 @@ def segment_sum(data, segment_ids, num_segments=None, sorted=False):
     return out, vjp
 
 
+@op
 @_no_gradient
 def segment_max(data, segment_ids, num_segments=None, sorted=False):
     """Maxima of the rows of ``data`` sharing a segment id (-inf, or the dtype's minimum, where empty)."""
@@ -213,6 +235,7 @@ def segment_max(data, segment_ids, num_segments=None, sorted=False):
     return _segments(data, segment_ids, num_segments, low, np.maximum)[0]
 
 
+@op
 @_no_gradient
 def segment_min(data, segment_ids, num_segments=None, sorted=False):
     """Minima of the rows of ``data`` sharing a segment id (inf, or the dtype's maximum, where empty)."""
@@ -221,27 +244,31 @@ def segment_min(data, segment_ids, num_segments=None, sorted=False):
     return _segments(data, segment_ids, num_segments, high, np.minimum)[0]
 
 
+@op
 @_no_gradient
 def segment_prod(data, segment_ids, num_segments=None, sorted=False):
     """Products of the rows of ``data`` sharing a segment id (1 where empty)."""
     return _segments(data, segment_ids, num_segments, 1, np.multiply)[0]
 
 
+@op
 def cdist(x, y):
     """Euclidean distances between the rows of ``x`` and the rows of ``y`` (batched over leading axes)."""
     x, y = floating(x), floating(y)
-    diff = _k.expand_dims(x, -2) - _k.expand_dims(y, -3)
-    return _k.sqrt(_k.sum(_k.square(diff), axis=-1))
+    diff = _expand_dims(x, -2) - _expand_dims(y, -3)
+    return _math.sqrt(_reductions.sum(_math.square(diff), axis=-1))
 
 
+@op
 def extract_sequences(x, sequence_length, sequence_stride):
     """Frames of ``sequence_length`` samples every ``sequence_stride`` along the last axis (a new second-to-last)."""
     x = on_tape(x)
-    n = _k.shape(x)[-1]
+    n = _shape(x)[-1]
     starts = range(0, n - sequence_length + 1, sequence_stride)
-    return _k.stack([x[..., s:s + sequence_length] for s in starts], axis=-2)
+    return _stack([x[..., s:s + sequence_length] for s in starts], axis=-2)
 
 
+@op
 @_no_gradient
 def i0(x):
     """Modified Bessel function of the first kind, order 0; no gradient."""

@@ -1,8 +1,11 @@
 """Connectionist temporal classification: ``ctc_loss`` (forward-backward in log space) and greedy ``ctc_decode``."""
 import numpy as np
 
-from kgraph import ops as _k
+from kgraph.ops import math as _math
+# ``kgraph.ops.nn`` names Keras's namespace, not the module: the module's ops are imported by name.
+from kgraph.ops.nn import log_softmax as _log_softmax
 from kgraph.backend.autodiff import primitive
+from kgraph.ops.operations import op
 
 __all__ = ["ctc_decode", "ctc_loss"]
 
@@ -75,13 +78,15 @@ def _ctc_nll(log_probs, target, target_length, output_length, blank):
     return losses, vjp
 
 
+@op
 def ctc_loss(target, output, target_length, output_length, mask_index=0):
     """Per-sequence CTC negative log-likelihood of ``target`` labels under logits ``(batch, time, classes)``."""
-    log_probs = _k.log_softmax(output, axis=-1)
-    return _ctc_nll(log_probs, _k.convert_to_numpy(target), _k.convert_to_numpy(target_length),
-                    _k.convert_to_numpy(output_length), blank=int(mask_index))
+    log_probs = _log_softmax(output, axis=-1)
+    return _ctc_nll(log_probs, _math.convert_to_numpy(target), _math.convert_to_numpy(target_length),
+                    _math.convert_to_numpy(output_length), blank=int(mask_index))
 
 
+@op
 def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_paths=1, merge_repeated=True,
                mask_index=0):
     """Greedy CTC decoding: per step the likeliest class, repeats merged, blanks dropped; -1 pads.
@@ -91,8 +96,8 @@ def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_
     """
     if strategy != "greedy":
         raise ValueError(f"kgraph decodes CTC greedily only. Received: strategy={strategy!r}")
-    logits = np.asarray(_k.convert_to_numpy(inputs))
-    lengths = np.asarray(_k.convert_to_numpy(sequence_lengths)).astype(np.int64)
+    logits = np.asarray(_math.convert_to_numpy(inputs))
+    lengths = np.asarray(_math.convert_to_numpy(sequence_lengths)).astype(np.int64)
     best = np.argmax(logits, axis=-1)
     batch, steps = best.shape
     decoded = np.full((1, batch, steps), -1, dtype=np.int32)

@@ -6,9 +6,13 @@ cotangent pair.
 import numpy as np
 
 from kgraph import backend
-from kgraph import ops as _k
+from kgraph.ops import core as _core
+from kgraph.ops import math as _math
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import pad as _pad, shape as _shape
 from kgraph.backend.autodiff import primitive
 from kgraph.ops.numpy_math import dtype_of, floating
+from kgraph.ops.operations import op
 
 __all__ = ["fft", "fft2", "ifft2", "irfft", "istft", "rfft", "stft"]
 
@@ -36,6 +40,7 @@ def _complex_vjp(adjoint, dtype):
     return vjp
 
 
+@op
 @primitive(list_input=True)
 def fft(x):
     """Discrete Fourier transform along the last axis of ``(real, imag)``."""
@@ -44,6 +49,7 @@ def fft(x):
     return _split(np.fft.fft(z), dtype), _complex_vjp(lambda g: np.fft.ifft(g) * n, dtype)
 
 
+@op
 @primitive(list_input=True)
 def fft2(x):
     """Discrete Fourier transform over the last two axes of ``(real, imag)``."""
@@ -52,6 +58,7 @@ def fft2(x):
     return _split(np.fft.fft2(z), dtype), _complex_vjp(lambda g: np.fft.ifft2(g) * size, dtype)
 
 
+@op
 @primitive(list_input=True)
 def ifft2(x):
     """Inverse discrete Fourier transform over the last two axes of ``(real, imag)``."""
@@ -60,6 +67,7 @@ def ifft2(x):
     return _split(np.fft.ifft2(z), dtype), _complex_vjp(lambda g: np.fft.fft2(g) / size, dtype)
 
 
+@op
 @primitive(num_inputs=1)
 def rfft(x, fft_length=None):
     """Fourier transform of real ``x`` along its last axis: the ``fft_length // 2 + 1`` non-negative frequencies."""
@@ -89,6 +97,7 @@ def _irfft_weights(m, length):
     return weights
 
 
+@op
 @primitive(list_input=True)
 def irfft(x, fft_length=None):
     """Inverse of ``rfft``: real signals of ``fft_length`` samples (default ``2 * (bins - 1)``) of ``(real, imag)``."""
@@ -119,7 +128,7 @@ def _window(window, sequence_length, fft_length, dtype):
             raise ValueError(f"window must be 'hann', 'hamming', an array or None. Received: window={window!r}")
         values = periodic(sequence_length + 1)[:-1]
     else:
-        values = np.asarray(_k.convert_to_numpy(window), dtype=np.float64)
+        values = np.asarray(_math.convert_to_numpy(window), dtype=np.float64)
         if values.shape != (sequence_length,):
             raise ValueError(f"window must have sequence_length={sequence_length} samples. "
                              f"Received: window.shape={values.shape}")
@@ -127,6 +136,7 @@ def _window(window, sequence_length, fft_length, dtype):
     return np.pad(values, (left, fft_length - sequence_length - left)).astype(dtype)
 
 
+@op
 def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=True):
     """Short-time Fourier transform along the last axis: ``(real, imag)`` of shape ``(..., frames, bins)``."""
     if fft_length < sequence_length:
@@ -135,25 +145,26 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
     x = floating(x)
     dtype = dtype_of(x)
     if center:
-        widths = [(0, 0)] * (len(_k.shape(x)) - 1) + [(fft_length // 2, fft_length // 2)]
-        x = _k.pad(x, widths, mode="reflect")
-    frames = _k.extract_sequences(x, fft_length, sequence_stride)
+        widths = [(0, 0)] * (len(_shape(x)) - 1) + [(fft_length // 2, fft_length // 2)]
+        x = _pad(x, widths, mode="reflect")
+    frames = _core.extract_sequences(x, fft_length, sequence_stride)
     return rfft(frames * _window(window, sequence_length, fft_length, dtype))
 
 
+@op
 def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="hann", center=True):
     """Inverse of ``stft``: frames from ``irfft``, windowed, overlap-added and divided by the summed squared window."""
     frames = irfft(x, fft_length=fft_length)
     dtype = dtype_of(frames)
     win = _window(window, sequence_length, fft_length, dtype)
     frames = frames * win
-    rank, count = len(_k.shape(frames)), _k.shape(frames)[-2]
+    rank, count = len(_shape(frames)), _shape(frames)[-2]
     total = fft_length + sequence_stride * (count - 1)
     signal = None
     norm = np.zeros(total)
     for k in range(count):
         start = k * sequence_stride
-        placed = _k.pad(frames[..., k, :], [(0, 0)] * (rank - 2) + [(start, total - start - fft_length)])
+        placed = _pad(frames[..., k, :], [(0, 0)] * (rank - 2) + [(start, total - start - fft_length)])
         signal = placed if signal is None else signal + placed
         norm[start:start + fft_length] += np.square(win)
     first = fft_length // 2 if center else 0
@@ -163,5 +174,5 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
     norm = np.where(norm > 1e-11, norm, 1).astype(dtype)
     signal = signal[..., first:last] / norm[first:last]
     if length is not None and last - first < length:
-        signal = _k.pad(signal, [(0, 0)] * (rank - 2) + [(0, length - (last - first))])
+        signal = _pad(signal, [(0, 0)] * (rank - 2) + [(0, length - (last - first))])
     return signal

@@ -11,10 +11,16 @@ import math
 
 import numpy as np
 
-from kgraph import ops as _k
+from kgraph.ops import math as _math
+from kgraph.ops import numpy_index as _numpy_index
+from kgraph.ops import reductions as _reductions
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import (expand_dims as _expand_dims, moveaxis as _moveaxis, reshape as _reshape,
+                              shape as _shape, squeeze as _squeeze, stack as _stack, take as _take)
 from kgraph import random as _random
 from kgraph.ops.image import _FILL_MODES, _axes, _fold_index
 from kgraph.ops.numpy_math import dtype_of, floating
+from kgraph.ops.operations import op
 
 __all__ = ["elastic_transform", "gaussian_blur", "scale_and_translate", "sobel_edges"]
 
@@ -29,7 +35,7 @@ def _compute_dtype(dtype):
 
 
 def _spatial_sizes(images, axes, name):
-    shape = _k.shape(images)
+    shape = _shape(images)
     sizes = [shape[a] for a in axes]
     if None in sizes:
         raise ValueError(f"{name} needs images of known height and width. Received: images.shape={shape}")
@@ -38,7 +44,7 @@ def _spatial_sizes(images, axes, name):
 
 def _along(x, axis, matrix):
     """``x`` with each line along ``axis`` multiplied by ``matrix`` (``out[i] = sum_j matrix[i, j] in[j]``)."""
-    return _k.moveaxis(_k.matmul(_k.moveaxis(x, axis, -1), matrix.T), -1, axis)
+    return _moveaxis(_math.matmul(_moveaxis(x, axis, -1), matrix.T), -1, axis)
 
 
 def _pair(name, value):
@@ -73,6 +79,7 @@ def _blur_sizes(kernel_size, sigma):
     return sizes.astype(np.int64), sigmas
 
 
+@op
 def gaussian_blur(images, kernel_size=(3, 3), sigma=(1.0, 1.0), data_format=None):
     """Blur images with a normalized Gaussian kernel, zero-padded to keep their size.
 
@@ -85,10 +92,10 @@ def gaussian_blur(images, kernel_size=(3, 3), sigma=(1.0, 1.0), data_format=None
     height, width = _spatial_sizes(images, (h_axis, w_axis), "gaussian_blur")
     dtype = dtype_of(images)
     compute = _compute_dtype(dtype)
-    x = images if compute == dtype else _k.cast(images, compute)
+    x = images if compute == dtype else _math.cast(images, compute)
     x = _along(x, h_axis, _gaussian_band(height, sizes[1], sigmas[1]).astype(compute))
     x = _along(x, w_axis, _gaussian_band(width, sizes[0], sigmas[0]).astype(compute))
-    return x if compute == dtype else _k.cast(x, dtype)
+    return x if compute == dtype else _math.cast(x, dtype)
 
 
 def _edge_band(n, taps):
@@ -100,26 +107,27 @@ def _edge_band(n, taps):
     return band
 
 
+@op
 def sobel_edges(images, data_format=None):
     """Sobel gradients of a batch of images: ``(..., 2)`` holding ``[dy, dx]`` for every pixel and channel.
 
     Each is a central difference along its axis smoothed by ``[1, 2, 1]`` along the other; beyond the border
     the edge pixels repeat (SciPy's "reflect", as Keras's NumPy backend).
     """
-    if len(_k.shape(images)) != 4:
+    if len(_shape(images)) != 4:
         raise ValueError(f"Invalid images rank: expected rank 4 (batch of images). Received: images.shape="
-                         f"{_k.shape(images)}")
+                         f"{_shape(images)}")
     h_axis, w_axis, _ = _axes(images, data_format)
     height, width = _spatial_sizes(images, (h_axis, w_axis), "sobel_edges")
     dtype = dtype_of(images)
     compute = _compute_dtype(dtype)
-    x = images if compute == dtype else _k.cast(images, compute)
+    x = images if compute == dtype else _math.cast(images, compute)
     diff_h, smooth_h = (_edge_band(height, taps).astype(compute) for taps in ((-1, 0, 1), (1, 2, 1)))
     diff_w, smooth_w = (_edge_band(width, taps).astype(compute) for taps in ((-1, 0, 1), (1, 2, 1)))
     dy = _along(_along(x, h_axis, diff_h), w_axis, smooth_w)
     dx = _along(_along(x, h_axis, smooth_h), w_axis, diff_w)
-    out = _k.stack([dy, dx], axis=-1)
-    return out if compute == dtype else _k.cast(out, dtype)
+    out = _stack([dy, dx], axis=-1)
+    return out if compute == dtype else _math.cast(out, dtype)
 
 
 def _check_warp_arguments(interpolation, fill_mode):
@@ -134,8 +142,8 @@ def _check_warp_arguments(interpolation, fill_mode):
 def _sample(x, rows, cols, order, fill_mode, fill_value):
     """NHWC ``x`` read at the positions ``(rows, cols)`` (NumPy arrays of shape (batch, height, width)) by nearest
     (order 0, halves to even) or bilinear (order 1) interpolation; outside, ``fill_mode`` as SciPy's."""
-    batch, height, width, channels = _k.shape(x)
-    pixels = _k.reshape(x, (-1, channels))
+    batch, height, width, channels = _shape(x)
+    pixels = _reshape(x, (-1, channels))
     offsets = (np.arange(batch) * (height * width))[:, None, None]
     if order == 0:
         corners = [(np.round(rows), np.round(cols), np.ones_like(rows))]
@@ -154,10 +162,10 @@ def _sample(x, rows, cols, order, fill_mode, fill_value):
         if fill_mode == "constant":
             fill_weight = fill_weight + weight * ~inside
             weight = weight * inside
-        term = _k.multiply(_k.take(pixels, offsets + r * width + c, axis=0), weight[..., None].astype(dtype))
-        out = term if out is None else _k.add(out, term)
+        term = _math.multiply(_take(pixels, offsets + r * width + c, axis=0), weight[..., None].astype(dtype))
+        out = term if out is None else _math.add(out, term)
     if fill_mode == "constant" and fill_value != 0:
-        out = _k.add(out, (fill_value * fill_weight[..., None]).astype(dtype))
+        out = _math.add(out, (fill_value * fill_weight[..., None]).astype(dtype))
     return out
 
 
@@ -165,7 +173,7 @@ def _elastic_warp(images, noise, alpha, sigma, interpolation, fill_mode, fill_va
     """``images`` displaced by ``alpha`` times the fields ``noise * sigma`` (``noise[0]`` along the width,
     ``noise[1]`` along the height, each of shape (batch, height, width)) blurred by a Gaussian of ``sigma``."""
     h_axis, w_axis, c_axis = _axes(images, data_format)
-    rank = len(_k.shape(images))
+    rank = len(_shape(images))
     height, width = _spatial_sizes(images, (h_axis, w_axis), "elastic_transform")
     size = int(6 * sigma) | 1
     field = np.asarray(noise, dtype=np.float64) * sigma
@@ -174,21 +182,22 @@ def _elastic_warp(images, noise, alpha, sigma, interpolation, fill_mode, fill_va
     rows = np.arange(height)[None, :, None] + alpha * field[1]
     dtype = dtype_of(images)
     compute = _compute_dtype(dtype)
-    x = images if compute == dtype else _k.cast(images, compute)
+    x = images if compute == dtype else _math.cast(images, compute)
     if rank == 3:
-        x = _k.expand_dims(x, 0)
+        x = _expand_dims(x, 0)
     if c_axis in (0, 1):
-        x = _k.moveaxis(x, 1, -1)
+        x = _moveaxis(x, 1, -1)
     out = _sample(x, rows, cols, _INTERPOLATION_ORDERS[interpolation], fill_mode, fill_value)
     if c_axis in (0, 1):
-        out = _k.moveaxis(out, -1, 1)
+        out = _moveaxis(out, -1, 1)
     if rank == 3:
-        out = _k.squeeze(out, 0)
+        out = _squeeze(out, 0)
     if dtype.kind in "iub":
-        out = _k.round(out)
-    return out if compute == dtype else _k.cast(out, dtype)
+        out = _math.round(out)
+    return out if compute == dtype else _math.cast(out, dtype)
 
 
+@op
 def elastic_transform(images, alpha=20.0, sigma=5.0, interpolation="bilinear", fill_mode="reflect", fill_value=0.0,
                       seed=None, data_format=None):
     """Displace every pixel by random smooth fields: two standard normal fields per image scaled by ``sigma``,
@@ -204,7 +213,7 @@ def elastic_transform(images, alpha=20.0, sigma=5.0, interpolation="bilinear", f
     alpha, sigma = _finite_number("alpha", alpha), _finite_number("sigma", sigma)
     if sigma <= 0:
         raise ValueError(f"`sigma` must be positive. Received: sigma={sigma}")
-    shape = _k.shape(images)
+    shape = _shape(images)
     height, width = _spatial_sizes(images, (h_axis, w_axis), "elastic_transform")
     batch = shape[0] if len(shape) == 4 else 1
     noise = _random.normal((2, batch, height, width), dtype="float64", seed=seed)
@@ -220,22 +229,22 @@ def _finite_number(name, value):
 
 
 def _triangle(x):
-    return _k.maximum(1.0 - x, 0.0)
+    return _math.maximum(1.0 - x, 0.0)
 
 
 def _keys_cubic(x):
     near = (1.5 * x - 2.5) * x * x + 1.0
     far = ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0
-    return _k.where(_k.greater_equal(x, 2.0), 0.0, _k.where(_k.greater_equal(x, 1.0), far, near))
+    return _math.where(_math.greater_equal(x, 2.0), 0.0, _math.where(_math.greater_equal(x, 1.0), far, near))
 
 
 def _lanczos(radius):
     def kernel(x):
-        y = radius * _k.sin(math.pi * x) * _k.sin(math.pi * x / radius)
+        y = radius * _math.sin(math.pi * x) * _math.sin(math.pi * x / radius)
         # Below 1e-3 the kernel is 1 to float precision; the guarded division keeps the gradient finite at 0.
-        small = _k.less_equal(x, 1e-3)
-        out = _k.where(small, 1.0, y / _k.where(small, 1.0, math.pi ** 2 * x * x))
-        return _k.where(_k.greater(x, radius), 0.0, out)
+        small = _math.less_equal(x, 1e-3)
+        out = _math.where(small, 1.0, y / _math.where(small, 1.0, math.pi ** 2 * x * x))
+        return _math.where(_math.greater(x, radius), 0.0, out)
     return kernel
 
 
@@ -251,30 +260,31 @@ def _resampling_matrix(in_size, out_size, scale, translation, kernel, antialias,
     """``(in_size, out_size)`` weights: output pixel ``j`` (centre ``j + 0.5``) reads the input around
     ``(j + 0.5 - translation) / scale - 0.5``, by ``kernel`` stretched by ``1 / scale`` when antialiasing a
     downscale; the weights of each output are normalized, and zero where it falls outside the input."""
-    inv_scale = _k.divide(1.0, scale)
+    inv_scale = _math.divide(1.0, scale)
     centres = np.arange(out_size, dtype=dtype) + 0.5
-    sample = _k.subtract(_k.multiply(centres, inv_scale), _k.multiply(translation, inv_scale)) - 0.5
-    distance = _k.abs(_k.subtract(_k.expand_dims(sample, 0), np.arange(in_size, dtype=dtype)[:, None]))
+    sample = _math.subtract(_math.multiply(centres, inv_scale), _math.multiply(translation, inv_scale)) - 0.5
+    distance = _math.abs(_math.subtract(_expand_dims(sample, 0), np.arange(in_size, dtype=dtype)[:, None]))
     if antialias:
-        distance = distance / _k.maximum(inv_scale, 1.0)
+        distance = distance / _math.maximum(inv_scale, 1.0)
     weights = kernel(distance)
-    total = _k.sum(weights, axis=0, keepdims=True)
-    usable = _k.greater(_k.abs(total), 1000.0 * float(np.finfo(np.float32).eps))
-    weights = _k.where(usable, weights / _k.where(usable, total, 1.0), 0.0)
-    inside = _k.logical_and(_k.greater_equal(sample, -0.5), _k.less_equal(sample, in_size - 0.5))
-    return _k.where(_k.expand_dims(inside, 0), weights, 0.0)
+    total = _reductions.sum(weights, axis=0, keepdims=True)
+    usable = _math.greater(_math.abs(total), 1000.0 * float(np.finfo(np.float32).eps))
+    weights = _math.where(usable, weights / _math.where(usable, total, 1.0), 0.0)
+    inside = _math.logical_and(_math.greater_equal(sample, -0.5), _math.less_equal(sample, in_size - 0.5))
+    return _math.where(_expand_dims(inside, 0), weights, 0.0)
 
 
 def _vector(value, name, length):
     # Python sequences follow Keras's conversion (floats become floatx); arrays and tensors keep their dtype.
-    vector = floating(_k.convert_to_tensor(value) if isinstance(value, (list, tuple)) else value)
-    shape = _k.shape(vector)
+    vector = floating(_math.convert_to_tensor(value) if isinstance(value, (list, tuple)) else value)
+    shape = _shape(vector)
     if len(shape) != 1 or shape[0] not in (None, length):
         raise ValueError(f"`{name}` must hold one value per spatial dimension ({length}). "
                          f"Received: {name}.shape={shape}")
     return vector
 
 
+@op
 def scale_and_translate(images, output_shape, scale, translation, spatial_dims, method, antialias=True):
     """Resample ``images`` to ``output_shape`` along ``spatial_dims``: input position ``p`` (pixel centres at
     ``i + 0.5``) lands at ``p * scale + translation``; outputs that map outside the input are zero.
@@ -287,7 +297,7 @@ def scale_and_translate(images, output_shape, scale, translation, spatial_dims, 
     """
     if method not in _METHODS:
         raise ValueError(f"Invalid value for argument `method`. Expected one of {_METHODS}. Received: method={method}")
-    shape = _k.shape(images)
+    shape = _shape(images)
     rank = len(shape)
     if len(output_shape) != rank:
         raise ValueError(f"`output_shape` must have one size per axis of images ({rank}). "
@@ -303,7 +313,7 @@ def scale_and_translate(images, output_shape, scale, translation, spatial_dims, 
     weight_dtype = np.result_type(dtype_of(scale), dtype_of(translation))
     dtype = dtype_of(images)
     integer = dtype.kind in "iub"
-    out = _k.cast(images, "float32") if integer else images
+    out = _math.cast(images, "float32") if integer else images
     out_dtype = dtype_of(out)
     kernel = _kernel(method)
     for i, d in enumerate(dims):
@@ -312,8 +322,8 @@ def scale_and_translate(images, output_shape, scale, translation, spatial_dims, 
                              f"Received: images.shape={shape}, output_shape={output_shape}")
         matrix = _resampling_matrix(shape[d], int(output_shape[d]), scale[i], translation[i], kernel, antialias,
                                     weight_dtype)
-        out = _k.moveaxis(_k.tensordot(out, _k.cast(matrix, out_dtype), axes=([d], [0])), -1, d)
+        out = _moveaxis(_numpy_index.tensordot(out, _math.cast(matrix, out_dtype), axes=([d], [0])), -1, d)
     if integer:
-        low, high = _k.cast(_k.min(images), "float32"), _k.cast(_k.max(images), "float32")
-        out = _k.cast(_k.minimum(_k.maximum(_k.round(out), low), high), dtype)
+        low, high = _math.cast(_reductions.min(images), "float32"), _math.cast(_reductions.max(images), "float32")
+        out = _math.cast(_math.minimum(_math.maximum(_math.round(out), low), high), dtype)
     return out

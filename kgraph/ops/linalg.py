@@ -8,10 +8,14 @@ Jacobian-vector product of any function, built from reverse-mode passes.
 import numpy as np
 
 from kgraph import backend, tree
-from kgraph import ops as _k
+from kgraph.ops import math as _math
+from kgraph.ops import reductions as _reductions
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import shape as _shape, squeeze as _squeeze, swapaxes as _swapaxes
 from kgraph.backend.autodiff import GradientTape, _value, on_tape, primitive
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import floating
+from kgraph.ops.operations import op
 
 __all__ = [
     "cholesky", "cholesky_inverse", "det", "eig", "eigh", "inv", "jvp", "logdet", "lstsq", "lu_factor", "matrix_rank",
@@ -58,6 +62,7 @@ def _square(name, x):
     return x if x.dtype.kind in "fc" else x.astype("float32")
 
 
+@op
 @primitive
 def inv(x):
     """Inverse of each square matrix (NaN for a singular one)."""
@@ -66,6 +71,7 @@ def inv(x):
     return out, lambda g: -_t(out) @ g @ _t(out)
 
 
+@op
 @primitive
 def det(x):
     """Determinant of each square matrix."""
@@ -74,6 +80,7 @@ def det(x):
     return out, lambda g: (g * out)[..., None, None] * _t(np.linalg.inv(x))
 
 
+@op
 @primitive
 def slogdet(x):
     """``(sign, log |det|)`` of each square matrix."""
@@ -82,6 +89,7 @@ def slogdet(x):
     return (sign, logabs), lambda gs: gs[1][..., None, None] * _t(np.linalg.inv(x))
 
 
+@op
 def logdet(x):
     """Log-determinant of each (positive-definite) matrix."""
     return slogdet(x)[1]
@@ -91,6 +99,7 @@ def _vector_rhs(a, b):
     return b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
 
 
+@op
 @primitive
 def solve(a, b):
     """``x`` with ``a @ x = b`` (``b``: matrices, or vectors of ``a``'s size)."""
@@ -106,6 +115,7 @@ def solve(a, b):
     return (out[..., 0] if vector else out), vjp
 
 
+@op
 @primitive(num_inputs=2)
 def solve_triangular(a, b, lower=False):
     """``x`` with ``a @ x = b`` for triangular ``a`` (only its ``lower`` or upper triangle is read)."""
@@ -124,6 +134,7 @@ def solve_triangular(a, b, lower=False):
     return (out[..., 0] if vector else out), vjp
 
 
+@op
 @primitive(num_inputs=1)
 def cholesky(x, upper=False):
     """Cholesky factor of each symmetric positive-definite matrix (lower, or upper when ``upper``; NaN if not)."""
@@ -141,13 +152,15 @@ def cholesky(x, upper=False):
     return (_t(low).copy() if upper else low), vjp
 
 
+@op
 def cholesky_inverse(x, upper=False):
     """Inverse of the matrix whose Cholesky factor is ``x``."""
     factor_inv = inv(x)
-    return _k.matmul(factor_inv, _k.swapaxes(factor_inv, -1, -2)) if upper \
-        else _k.matmul(_k.swapaxes(factor_inv, -1, -2), factor_inv)
+    return _math.matmul(factor_inv, _swapaxes(factor_inv, -1, -2)) if upper \
+        else _math.matmul(_swapaxes(factor_inv, -1, -2), factor_inv)
 
 
+@op
 @primitive
 def eigh(x):
     """Eigenvalues (ascending) and eigenvectors of each symmetric matrix; the gradient assumes distinct ones."""
@@ -250,6 +263,7 @@ def _lu_vjp(lu, order, g):
     return g_x
 
 
+@op
 @primitive
 def lu_factor(x):
     """LU factorization with partial pivoting of each matrix (the last two axes, any ``m x n``).
@@ -272,51 +286,58 @@ def lu_factor(x):
     return (lu, pivots), lambda gs: _lu_vjp(lu, _row_order(pivots, m), gs[0])
 
 
+@op
 def eig(x):
     """Eigenvalues and eigenvectors of each square matrix (complex when NumPy finds them so); no gradient."""
-    return tuple(np.asarray(a) for a in np.linalg.eig(_k.convert_to_numpy(x)))
+    return tuple(np.asarray(a) for a in np.linalg.eig(_math.convert_to_numpy(x)))
 
 
+@op
 def qr(x, mode="reduced"):
     """``(q, r)`` of each matrix (``mode``: "reduced" or "complete"); no gradient."""
     if mode not in ("reduced", "complete"):
         raise ValueError(f"mode must be 'reduced' or 'complete'. Received: mode={mode!r}")
-    q, r = np.linalg.qr(_k.convert_to_numpy(x), mode=mode)
+    q, r = np.linalg.qr(_math.convert_to_numpy(x), mode=mode)
     return q, r
 
 
+@op
 def svd(x, full_matrices=True, compute_uv=True):
     """``(u, s, vh)`` of each matrix, or the singular values alone; no gradient."""
-    out = np.linalg.svd(_k.convert_to_numpy(x), full_matrices=full_matrices, compute_uv=compute_uv)
+    out = np.linalg.svd(_math.convert_to_numpy(x), full_matrices=full_matrices, compute_uv=compute_uv)
     return tuple(out) if compute_uv else out
 
 
+@op
 @_no_gradient
 def lstsq(a, b, rcond=None):
     """Least-squares solution ``x`` of ``a @ x = b``; no gradient."""
     return np.linalg.lstsq(a, b, rcond=rcond)[0]
 
 
+@op
 @_no_gradient
 def pinv(x, rcond=None):
     """Moore-Penrose pseudo-inverse of each matrix; no gradient."""
     return np.linalg.pinv(x) if rcond is None else np.linalg.pinv(x, rcond=rcond)
 
 
+@op
 @_no_gradient
 def matrix_rank(x, tol=None):
     """Rank of each matrix by its singular values (int32)."""
     return np.asarray(np.linalg.matrix_rank(x, tol=tol), dtype=np.int32)
 
 
+@op
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norm (``axis`` an int, or all of a 1-D ``x``) or matrix norm (two axes, or all of a 2-D ``x``)."""
     x = floating(x)
-    rank = len(_k.shape(x))
+    rank = len(_shape(x))
     if axis is None:
         axes = tuple(range(rank))
         if ord is None:
-            out = _k.sqrt(_k.sum(_k.square(x), axis=axes, keepdims=keepdims))
+            out = _math.sqrt(_reductions.sum(_math.square(x), axis=axes, keepdims=keepdims))
             return out
     else:
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -329,38 +350,39 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def _vector_norm(x, ord, axis, keepdims):
-    a = _k.abs(x)
+    a = _math.abs(x)
     if ord is None or ord == 2:
-        return _k.sqrt(_k.sum(_k.square(x), axis=axis, keepdims=keepdims))
+        return _math.sqrt(_reductions.sum(_math.square(x), axis=axis, keepdims=keepdims))
     if ord == np.inf:
-        return _k.max(a, axis=axis, keepdims=keepdims)
+        return _reductions.max(a, axis=axis, keepdims=keepdims)
     if ord == -np.inf:
-        return _k.min(a, axis=axis, keepdims=keepdims)
+        return _reductions.min(a, axis=axis, keepdims=keepdims)
     if ord == 0:
-        return _k.sum(_k.cast(_k.not_equal(x, 0), x.dtype), axis=axis, keepdims=keepdims)
+        return _reductions.sum(_math.cast(_math.not_equal(x, 0), x.dtype), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
         raise ValueError(f"Invalid ord for a vector norm. Received: ord={ord!r}")
-    return _k.power(_k.sum(_k.power(a, float(ord)), axis=axis, keepdims=keepdims), 1 / ord)
+    return _math.power(_reductions.sum(_math.power(a, float(ord)), axis=axis, keepdims=keepdims), 1 / ord)
 
 
 def _matrix_norm(x, ord, axes, keepdims):
     row, col = axes
     if ord in (None, "fro"):
-        return _k.sqrt(_k.sum(_k.square(x), axis=axes, keepdims=keepdims))
+        return _math.sqrt(_reductions.sum(_math.square(x), axis=axes, keepdims=keepdims))
     if ord in (1, -1, np.inf, -np.inf):
         summed, other = (row, col) if ord in (1, -1) else (col, row)
-        sums = _k.sum(_k.abs(x), axis=summed, keepdims=True)
-        pick = _k.max if ord in (1, np.inf) else _k.min
+        sums = _reductions.sum(_math.abs(x), axis=summed, keepdims=True)
+        pick = _reductions.max if ord in (1, np.inf) else _reductions.min
         out = pick(sums, axis=other, keepdims=True)
-        return out if keepdims else _k.squeeze(out, axis=axes)
+        return out if keepdims else _squeeze(out, axis=axes)
     if ord in ("nuc", 2, -2):
-        moved = np.moveaxis(_k.convert_to_numpy(x), axes, (-2, -1))
+        moved = np.moveaxis(_math.convert_to_numpy(x), axes, (-2, -1))
         s = np.linalg.svd(moved, compute_uv=False)
         out = {"nuc": s.sum(-1), 2: s.max(-1), -2: s.min(-1)}[ord]
         return np.expand_dims(out, axes) if keepdims else out
     raise ValueError(f"Invalid ord for a matrix norm. Received: ord={ord!r}")
 
 
+@op
 def jvp(fun, primals, tangents, has_aux=False):
     """Jacobian-vector product of ``fun`` at ``primals`` along ``tangents``, exact, from reverse-mode passes.
 
@@ -412,8 +434,8 @@ def _jvp_leaves(primals, tangents):
     if len(primals) != len(tangents) or len(leaves) != len(tangent_leaves):
         raise ValueError("jvp needs tangents with the structure of primals. "
                          f"Received: {len(leaves)} primal arrays, {len(tangent_leaves)} tangent arrays")
-    arrays = [np.array(_plain(_k.convert_to_tensor(p))) for p in leaves]
-    tangent_arrays = [_plain(_k.convert_to_tensor(t)) for t in tangent_leaves]
+    arrays = [np.array(_plain(_math.convert_to_tensor(p))) for p in leaves]
+    tangent_arrays = [_plain(_math.convert_to_tensor(t)) for t in tangent_leaves]
     for i, (p, t) in enumerate(zip(arrays, tangent_arrays)):
         if p.dtype.kind not in "fc":
             raise ValueError(f"jvp differentiates float or complex primals only. Received: primal {i} of "

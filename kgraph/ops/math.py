@@ -9,6 +9,7 @@ import numpy as np
 from kgraph import backend
 from kgraph.backend.autodiff import _value, primitive
 from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.ops.operations import op
 
 __all__ = [
     "abs", "absolute", "add", "all", "any", "arange", "argmax", "argmin", "cast", "ceil", "clip",
@@ -39,24 +40,28 @@ def _add_vjp(g):
     return g, g
 
 
+@op
 @primitive
 def add(x1, x2):
     """Elementwise ``x1 + x2`` with broadcasting."""
     return np.add(x1, x2), _add_vjp
 
 
+@op
 @primitive
 def subtract(x1, x2):
     """Elementwise ``x1 - x2`` with broadcasting."""
     return np.subtract(x1, x2), lambda g: (g, lambda: np.negative(g))
 
 
+@op
 @primitive
 def multiply(x1, x2):
     """Elementwise ``x1 * x2`` with broadcasting."""
     return np.multiply(x1, x2), lambda g: (lambda: g * x2, lambda: g * x1)
 
 
+@op
 @primitive
 def divide(x1, x2):
     """Elementwise true division ``x1 / x2`` with broadcasting."""
@@ -64,15 +69,17 @@ def divide(x1, x2):
     return out, lambda g: (lambda: g / x2, lambda: -g * out / x2)
 
 
-true_divide = divide
+true_divide = op(divide, name="true_divide")
 
 
+@op
 @primitive
 def negative(x):
     """Elementwise ``-x``."""
     return np.negative(x), np.negative
 
 
+@op
 @primitive
 def power(x1, x2):
     """Elementwise ``x1 ** x2``; the exponent's gradient is 0 where ``x1 <= 0``."""
@@ -90,12 +97,14 @@ def power(x1, x2):
     return out, vjp
 
 
+@op
 @primitive
 def square(x):
     """Elementwise ``x * x``."""
     return np.square(x), lambda g: g * (2 * x)
 
 
+@op
 @primitive
 def sqrt(x):
     """Elementwise square root."""
@@ -103,6 +112,7 @@ def sqrt(x):
     return out, lambda g: g * 0.5 / out
 
 
+@op
 @primitive
 def rsqrt(x):
     """Elementwise ``1 / sqrt(x)``."""
@@ -110,6 +120,7 @@ def rsqrt(x):
     return out, lambda g: g * -0.5 * out * out * out
 
 
+@op
 @primitive
 def reciprocal(x):
     """Elementwise ``1 / x``."""
@@ -117,6 +128,7 @@ def reciprocal(x):
     return out, lambda g: -g * out * out
 
 
+@op
 @primitive
 def exp(x):
     """Elementwise exponential."""
@@ -124,6 +136,7 @@ def exp(x):
     return out, lambda g: g * out
 
 
+@op
 @primitive
 def expm1(x):
     """Elementwise ``exp(x) - 1``, accurate for small ``x``."""
@@ -131,18 +144,21 @@ def expm1(x):
     return out, lambda g: g * (out + 1)
 
 
+@op
 @primitive
 def log(x):
     """Elementwise natural logarithm."""
     return np.log(x), lambda g: g / x
 
 
+@op
 @primitive
 def log1p(x):
     """Elementwise ``log(1 + x)``, accurate for small ``x``."""
     return np.log1p(x), lambda g: g / (1 + x)
 
 
+@op
 @primitive
 def abs(x):
     """Elementwise absolute value (gradient 0 at 0; ``conj(z) / |z|`` for a complex ``z``)."""
@@ -152,9 +168,10 @@ def abs(x):
     return out, lambda g: g * np.sign(x)
 
 
-absolute = abs
+absolute = op(abs, name="absolute")
 
 
+@op
 @primitive
 def tanh(x):
     """Elementwise hyperbolic tangent."""
@@ -162,12 +179,14 @@ def tanh(x):
     return out, lambda g: g * (1 - out * out)
 
 
+@op
 @primitive
 def sin(x):
     """Elementwise sine."""
     return np.sin(x), lambda g: g * np.cos(x)
 
 
+@op
 @primitive
 def cos(x):
     """Elementwise cosine."""
@@ -201,6 +220,7 @@ def _erf_values(x):
     return np.copysign(out, x).astype(x.dtype)
 
 
+@op
 @primitive
 def erf(x):
     """Elementwise error function."""
@@ -215,6 +235,7 @@ def _maximum_weight(x1, x2, dtype):
     return np.greater(x1, x2).astype(dtype) + 0.5 * np.equal(x1, x2).astype(dtype)
 
 
+@op
 @primitive
 def maximum(x1, x2):
     """Elementwise maximum (ties split the gradient evenly)."""
@@ -226,6 +247,7 @@ def maximum(x1, x2):
     return np.maximum(x1, x2), vjp
 
 
+@op
 @primitive
 def minimum(x1, x2):
     """Elementwise minimum (ties split the gradient evenly)."""
@@ -237,6 +259,7 @@ def minimum(x1, x2):
     return np.minimum(x1, x2), vjp
 
 
+@op
 def where(condition, x1=None, x2=None):
     """Pick ``x1`` where ``condition`` is true and ``x2`` elsewhere.
 
@@ -260,6 +283,7 @@ def _where(condition, x1, x2):
     return out, lambda g: (None, lambda: np.where(cond, g, 0), lambda: np.where(cond, 0, g))
 
 
+@op
 @primitive
 def clip(x, x_min, x_max):
     """Clip ``x`` to ``[x_min, x_max]``; the gradient flows to whichever value is selected."""
@@ -307,6 +331,7 @@ def _matmul_grad_x2(g, a, b):
     return np.matmul(_swap(a), g)
 
 
+@op
 @primitive
 def matmul(x1, x2):
     """Matrix product with NumPy ``matmul`` semantics (batched, broadcasting, 1-D cases)."""
@@ -384,6 +409,7 @@ def _einsum_operand_grad(g, i, subs, output, operands):
     return full
 
 
+@op
 def einsum(subscripts, *operands):
     """Einstein summation (``numpy.einsum`` subscripts, ellipses included)."""
     return _einsum(list(operands), subscripts=subscripts)
@@ -406,18 +432,21 @@ def _einsum(operands, subscripts):
 
 # ------------------------------------------------------------- type changes
 
+@op
 @primitive(num_inputs=1)
 def cast(x, dtype):
     """Return ``x`` converted to ``dtype`` (always a new array)."""
     return np.array(x, dtype=backend.standardize_dtype(dtype)), lambda g: g
 
 
+@op
 def stop_gradient(variable):
     """Return the value of ``variable`` as an array that gradients do not flow through."""
     v = _value(variable)
     return v.view() if isinstance(v, np.ndarray) else np.asarray(v)
 
 
+# convert_to_tensor and convert_to_numpy are not ops (no @op): no node records them.
 def convert_to_tensor(x, dtype=None):
     """Return ``x`` as an ndarray; Python floats become floatx and Python ints int32.
 
@@ -445,24 +474,28 @@ def convert_to_numpy(x):
 
 # ------------------------------------------------- ops without a gradient
 
+@op
 @_no_gradient
 def sign(x):
     """Elementwise sign (-1, 0 or 1); no gradient."""
     return np.sign(x)
 
 
+@op
 @_no_gradient
 def floor(x):
     """Elementwise floor; no gradient."""
     return np.floor(x)
 
 
+@op
 @_no_gradient
 def floor_divide(x1, x2):
     """Elementwise ``x1 // x2`` (floor of the quotient); no gradient."""
     return np.floor_divide(x1, x2)
 
 
+@op
 @primitive
 def mod(x1, x2):
     """Elementwise ``x1 % x2`` with the sign of ``x2`` (Python's and NumPy's rule)."""
@@ -470,49 +503,55 @@ def mod(x1, x2):
     return out, lambda g: (g, lambda: -g * np.floor_divide(x1, x2))
 
 
+@op
 @_no_gradient
 def ceil(x):
     """Elementwise ceiling; no gradient."""
     return np.ceil(x)
 
 
+@op
 @_no_gradient
 def round(x, decimals=0):
     """Round half to even to ``decimals`` places; no gradient."""
     return np.round(x, decimals)
 
 
+@op
 @_no_gradient
 def argmax(x, axis=None, keepdims=False):
     """Index (int32, as Keras) of the maximum along ``axis`` (of the flattened array when None)."""
     return np.argmax(x, axis=axis, keepdims=keepdims).astype(np.int32)
 
 
+@op
 @_no_gradient
 def argmin(x, axis=None, keepdims=False):
     """Index (int32, as Keras) of the minimum along ``axis`` (of the flattened array when None)."""
     return np.argmin(x, axis=axis, keepdims=keepdims).astype(np.int32)
 
 
-equal = _no_gradient(np.equal)
-not_equal = _no_gradient(np.not_equal)
-greater = _no_gradient(np.greater)
-greater_equal = _no_gradient(np.greater_equal)
-less = _no_gradient(np.less)
-less_equal = _no_gradient(np.less_equal)
-logical_and = _no_gradient(np.logical_and)
-logical_or = _no_gradient(np.logical_or)
-logical_not = _no_gradient(np.logical_not)
-isnan = _no_gradient(np.isnan)
-isfinite = _no_gradient(np.isfinite)
+equal = op(_no_gradient(np.equal))
+not_equal = op(_no_gradient(np.not_equal))
+greater = op(_no_gradient(np.greater))
+greater_equal = op(_no_gradient(np.greater_equal))
+less = op(_no_gradient(np.less))
+less_equal = op(_no_gradient(np.less_equal))
+logical_and = op(_no_gradient(np.logical_and))
+logical_or = op(_no_gradient(np.logical_or))
+logical_not = op(_no_gradient(np.logical_not))
+isnan = op(_no_gradient(np.isnan))
+isfinite = op(_no_gradient(np.isfinite))
 
 
+@op
 @_no_gradient
 def all(x, axis=None, keepdims=False):
     """Whether all elements along ``axis`` are true."""
     return np.all(x, axis=axis, keepdims=keepdims)
 
 
+@op
 @_no_gradient
 def any(x, axis=None, keepdims=False):
     """Whether any element along ``axis`` is true."""
@@ -521,41 +560,49 @@ def any(x, axis=None, keepdims=False):
 
 # ------------------------------------------------------------------ creation
 
+@op
 def zeros(shape, dtype=None):
     """Array of zeros (dtype defaults to floatx)."""
     return np.zeros(shape, dtype=backend.standardize_dtype(dtype))
 
 
+@op
 def ones(shape, dtype=None):
     """Array of ones (dtype defaults to floatx)."""
     return np.ones(shape, dtype=backend.standardize_dtype(dtype))
 
 
+@op
 def full(shape, fill_value, dtype=None):
     """Array filled with ``fill_value`` (dtype defaults to floatx)."""
     return np.full(shape, _value(fill_value), dtype=backend.standardize_dtype(dtype))
 
 
+@op
 def zeros_like(x, dtype=None):
     """Zeros with the shape (and by default the dtype) of ``x``."""
     return np.zeros_like(_value(x), dtype=dtype)
 
 
+@op
 def ones_like(x, dtype=None):
     """Ones with the shape (and by default the dtype) of ``x``."""
     return np.ones_like(_value(x), dtype=dtype)
 
 
+@op
 def full_like(x, fill_value, dtype=None):
     """``fill_value`` with the shape (and by default the dtype) of ``x``."""
     return np.full_like(_value(x), _value(fill_value), dtype=dtype)
 
 
+@op
 def eye(N, M=None, k=0, dtype=None):
     """2-D array with ones on the ``k``-th diagonal (dtype defaults to floatx)."""
     return np.eye(N, M, k, dtype=backend.standardize_dtype(dtype))
 
 
+@op
 def arange(start, stop=None, step=1, dtype=None):
     """Evenly spaced values in ``[start, stop)``; floats default to floatx, ints to int32."""
     out = np.arange(start, stop, step) if stop is not None else np.arange(start, step=step)

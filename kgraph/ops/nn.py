@@ -7,6 +7,7 @@ from kgraph import backend
 from kgraph.backend.autodiff import _value, primitive
 from kgraph.ops.math import _erf_values
 from kgraph.ops.reductions import _count, _reduced_axes
+from kgraph.ops.operations import op
 
 __all__ = [
     "dense", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu", "log_sigmoid",
@@ -28,18 +29,21 @@ def _sigmoid(x):
     return np.where(x >= 0, r, e * r)
 
 
+@op
 @primitive
 def relu(x):
     """``max(x, 0)`` (gradient 0 at 0)."""
     return np.maximum(x, 0), lambda g: g * (x > 0)
 
 
+@op
 @primitive
 def relu6(x):
     """``min(max(x, 0), 6)``."""
     return np.clip(x, 0, 6), lambda g: g * ((x > 0) & (x < 6))
 
 
+@op
 @primitive
 def sigmoid(x):
     """Logistic sigmoid ``1 / (1 + exp(-x))``, stable for large ``|x|``."""
@@ -47,12 +51,14 @@ def sigmoid(x):
     return out, lambda g: g * out * (1 - out)
 
 
+@op
 @primitive
 def softplus(x):
     """``log(1 + exp(x))``, stable for large ``|x|``."""
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))), lambda g: g * _sigmoid(x)
 
 
+@op
 @primitive
 def log_sigmoid(x):
     """``log(sigmoid(x))``, stable for large ``|x|``."""
@@ -60,6 +66,7 @@ def log_sigmoid(x):
     return out, lambda g: g * (1 - _sigmoid(x))
 
 
+@op
 @primitive
 def softsign(x):
     """``x / (1 + |x|)``."""
@@ -67,6 +74,7 @@ def softsign(x):
     return x / d, lambda g: g / (d * d)
 
 
+@op
 @primitive
 def silu(x):
     """``x * sigmoid(x)`` (also called swish)."""
@@ -74,9 +82,10 @@ def silu(x):
     return x * s, lambda g: g * (s * (1 + x * (1 - s)))
 
 
-swish = silu
+swish = op(silu, name="swish")
 
 
+@op
 @primitive(num_inputs=1)
 def leaky_relu(x, negative_slope=0.2):
     """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
@@ -90,12 +99,14 @@ def _elu(x, alpha):
     return out, lambda g: np.where(x > 0, g, g * (alpha * np.exp(neg)))
 
 
+@op
 @primitive(num_inputs=1)
 def elu(x, alpha=1.0):
     """``x`` where ``x > 0``, ``alpha * (exp(x) - 1)`` elsewhere."""
     return _elu(x, alpha)
 
 
+@op
 @primitive
 def selu(x):
     """Scaled ELU with the self-normalizing constants."""
@@ -103,6 +114,7 @@ def selu(x):
     return out * _SELU_SCALE, lambda g: vjp(g * _SELU_SCALE)
 
 
+@op
 @primitive(num_inputs=1)
 def gelu(x, approximate=True):
     """Gaussian error linear unit ``x * Phi(x)``.
@@ -125,12 +137,14 @@ def gelu(x, approximate=True):
     return x * cdf, lambda g: g * (cdf + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
 
 
+@op
 @primitive
 def hard_sigmoid(x):
     """``relu6(x + 3) / 6``."""
     return np.clip(x / 6 + 0.5, 0, 1), lambda g: g * ((x > -3) & (x < 3)) * (1 / 6)
 
 
+@op
 @primitive
 def hard_silu(x):
     """``x * hard_sigmoid(x)`` (also called hard swish)."""
@@ -138,9 +152,10 @@ def hard_silu(x):
     return x * hs, lambda g: g * (hs + x * ((x > -3) & (x < 3)) * (1 / 6))
 
 
-hard_swish = hard_silu
+hard_swish = op(hard_silu, name="hard_swish")
 
 
+@op
 @primitive(num_inputs=1)
 def softmax(x, axis=-1):
     """Softmax over ``axis`` (an int or a tuple), shifted by the max for stability."""
@@ -149,6 +164,7 @@ def softmax(x, axis=-1):
     return out, lambda g: out * (g - np.sum(g * out, axis=axis, keepdims=True))
 
 
+@op
 @primitive(num_inputs=1)
 def log_softmax(x, axis=-1):
     """``log(softmax(x))`` over ``axis``, computed without overflow."""
@@ -158,6 +174,7 @@ def log_softmax(x, axis=-1):
     return out, lambda g: g - np.exp(out) * np.sum(g, axis=axis, keepdims=True)
 
 
+@op
 @primitive(num_inputs=1)
 def moments(x, axes, keepdims=False):
     """Return ``(mean, variance)`` of ``x`` over ``axes`` (an int, or a list or tuple of them)."""
@@ -182,6 +199,7 @@ def moments(x, axes, keepdims=False):
     return (mu_out, var_out), vjp
 
 
+@op
 @primitive(num_inputs=3)
 def dense(x, kernel, bias=None):
     """Fused ``x @ kernel + bias`` recorded as one op.
@@ -225,6 +243,7 @@ def dense(x, kernel, bias=None):
     return out, vjp
 
 
+@op
 def one_hot(x, num_classes, axis=-1, dtype=None):
     """One-hot encode integer ``x`` with ``num_classes`` classes on ``axis`` (no gradient).
 

@@ -3,6 +3,7 @@ import numpy as np
 
 from kgraph.backend.autodiff import primitive
 from kgraph.ops.reductions import _reduced_axes
+from kgraph.ops.operations import op
 
 __all__ = ["batch_normalization", "layer_normalization"]
 
@@ -45,6 +46,7 @@ def _batch_normalization(x, mean, variance, offset, scale, axis, epsilon):
     return out, vjp
 
 
+@op
 def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
     """``(x - mean) / sqrt(variance + epsilon) * scale + offset`` with per-channel 1-D statistics on ``axis``."""
     ndim = np.ndim(x)
@@ -84,6 +86,7 @@ def _layer_normalization(x, gamma, beta, axes, epsilon):
     return out, vjp
 
 
+@op
 def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
     """Normalize each example over ``axis`` (an int or a list), then scale by ``gamma`` and shift by ``beta``.
 

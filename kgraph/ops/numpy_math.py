@@ -8,8 +8,9 @@ import numpy as np
 
 from kgraph import backend
 from kgraph.backend.autodiff import _value, on_tape, primitive
-from kgraph import ops as _k
+from kgraph.ops import math as _math
 from kgraph.ops.math import _no_gradient
+from kgraph.ops.operations import op
 
 __all__ = [
     "allclose", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "bitwise_and",
@@ -34,7 +35,7 @@ def floating(x):
     """
     if isinstance(x, (bool, int, float)):
         return np.asarray(x, dtype=backend.floatx())
-    return on_tape(x) if dtype_of(x).kind in "fc" else _k.cast(x, backend.floatx())
+    return on_tape(x) if dtype_of(x).kind in "fc" else _math.cast(x, backend.floatx())
 
 
 def _unary_primitive(name, forward, derivative, doc):
@@ -52,20 +53,21 @@ def _unary_primitive(name, forward, derivative, doc):
     return primitive(op)
 
 
-arcsin = _unary_primitive("arcsin", np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x), "Elementwise inverse sine.")
-arccos = _unary_primitive("arccos", np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x), "Elementwise inverse cosine.")
-arctan = _unary_primitive("arctan", np.arctan, lambda x, y: 1 / (1 + x * x), "Elementwise inverse tangent.")
-arcsinh = _unary_primitive("arcsinh", np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1),
-                           "Elementwise inverse hyperbolic sine.")
-arccosh = _unary_primitive("arccosh", np.arccosh, lambda x, y: 1 / np.sqrt(x * x - 1),
-                           "Elementwise inverse hyperbolic cosine.")
-arctanh = _unary_primitive("arctanh", np.arctanh, lambda x, y: 1 / (1 - x * x),
-                           "Elementwise inverse hyperbolic tangent.")
-sinh = _unary_primitive("sinh", np.sinh, lambda x, y: np.cosh(x), "Elementwise hyperbolic sine.")
-cosh = _unary_primitive("cosh", np.cosh, lambda x, y: np.sinh(x), "Elementwise hyperbolic cosine.")
-tan = _unary_primitive("tan", np.tan, lambda x, y: 1 + y * y, "Elementwise tangent.")
+arcsin = op(_unary_primitive("arcsin", np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x), "Elementwise inverse sine."))
+arccos = op(_unary_primitive("arccos", np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x), "Elementwise inverse cosine."))
+arctan = op(_unary_primitive("arctan", np.arctan, lambda x, y: 1 / (1 + x * x), "Elementwise inverse tangent."))
+arcsinh = op(_unary_primitive("arcsinh", np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1),
+                              "Elementwise inverse hyperbolic sine."))
+arccosh = op(_unary_primitive("arccosh", np.arccosh, lambda x, y: 1 / np.sqrt(x * x - 1),
+                              "Elementwise inverse hyperbolic cosine."))
+arctanh = op(_unary_primitive("arctanh", np.arctanh, lambda x, y: 1 / (1 - x * x),
+                              "Elementwise inverse hyperbolic tangent."))
+sinh = op(_unary_primitive("sinh", np.sinh, lambda x, y: np.cosh(x), "Elementwise hyperbolic sine."))
+cosh = op(_unary_primitive("cosh", np.cosh, lambda x, y: np.sinh(x), "Elementwise hyperbolic cosine."))
+tan = op(_unary_primitive("tan", np.tan, lambda x, y: 1 + y * y, "Elementwise tangent."))
 
 
+@op
 @primitive
 def arctan2(x1, x2):
     """Elementwise angle of the point ``(x2, x1)`` in ``[-pi, pi]``."""
@@ -80,6 +82,7 @@ def arctan2(x1, x2):
     return out, vjp
 
 
+@op
 @primitive
 def fmod(x1, x2):
     """Elementwise remainder of ``x1 / x2`` with the sign of ``x1`` (C's fmod)."""
@@ -96,6 +99,7 @@ _ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 
 _erf64 = np.frompyfunc(_pymath.erf, 1, 1)
 
 
+@op
 @primitive
 def erfinv(x):
     """Elementwise inverse error function (infinite at -1 and 1, NaN outside)."""
@@ -120,96 +124,113 @@ def erfinv(x):
     return out, lambda g: g * (_pymath.sqrt(_pymath.pi) / 2) * np.exp(np.square(out))
 
 
+@op
 def log2(x):
     """Elementwise base-2 logarithm."""
-    return _k.log(floating(x)) * (1 / _pymath.log(2))
+    return _math.log(floating(x)) * (1 / _pymath.log(2))
 
 
+@op
 def log10(x):
     """Elementwise base-10 logarithm."""
-    return _k.log(floating(x)) * (1 / _pymath.log(10))
+    return _math.log(floating(x)) * (1 / _pymath.log(10))
 
 
+@op
 def exp2(x):
     """Elementwise ``2 ** x``."""
-    return _k.exp(floating(x) * _pymath.log(2))
+    return _math.exp(floating(x) * _pymath.log(2))
 
 
+@op
 def cbrt(x):
     """Elementwise real cube root."""
     x = floating(x)
-    return _k.sign(x) * _k.power(_k.abs(x), 1 / 3)
+    return _math.sign(x) * _math.power(_math.abs(x), 1 / 3)
 
 
+@op
 def deg2rad(x):
     """Convert angles from degrees to radians."""
     return floating(x) * (_pymath.pi / 180)
 
 
+@op
 def rad2deg(x):
     """Convert angles from radians to degrees."""
     return floating(x) * (180 / _pymath.pi)
 
 
+@op
 def fabs(x):
     """Elementwise absolute value as a float."""
-    return _k.abs(floating(x))
+    return _math.abs(floating(x))
 
 
+@op
 def erfc(x):
     """Elementwise complementary error function ``1 - erf(x)``."""
-    return 1 - _k.erf(floating(x))
+    return 1 - _math.erf(floating(x))
 
 
+@op
 def hypot(x1, x2):
     """Elementwise ``sqrt(x1 ** 2 + x2 ** 2)``, scaled so large values do not overflow."""
     x1, x2 = floating(x1), floating(x2)
-    big = _k.maximum(_k.abs(x1), _k.abs(x2))
-    safe = _k.where(_k.equal(big, 0), 1, big)
-    return big * _k.sqrt(_k.square(x1 / safe) + _k.square(x2 / safe))
+    big = _math.maximum(_math.abs(x1), _math.abs(x2))
+    safe = _math.where(_math.equal(big, 0), 1, big)
+    return big * _math.sqrt(_math.square(x1 / safe) + _math.square(x2 / safe))
 
 
+@op
 def logaddexp(x1, x2):
     """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
     x1, x2 = floating(x1), floating(x2)
-    return _k.maximum(x1, x2) + _k.log1p(_k.exp(-_k.abs(x1 - x2)))
+    return _math.maximum(x1, x2) + _math.log1p(_math.exp(-_math.abs(x1 - x2)))
 
 
+@op
 def logaddexp2(x1, x2):
     """Elementwise ``log2(2 ** x1 + 2 ** x2)`` without overflow."""
     x1, x2 = floating(x1), floating(x2)
-    return _k.maximum(x1, x2) + log2(1 + exp2(-_k.abs(x1 - x2)))
+    return _math.maximum(x1, x2) + log2(1 + exp2(-_math.abs(x1 - x2)))
 
 
+@op
 def sinc(x):
     """Elementwise normalized sinc ``sin(pi x) / (pi x)``, 1 at 0."""
     x = floating(x)
-    zero = _k.equal(x, 0)
-    px = _k.where(zero, 1, x) * _pymath.pi
-    return _k.where(zero, 1, _k.sin(px) / px)
+    zero = _math.equal(x, 0)
+    px = _math.where(zero, 1, x) * _pymath.pi
+    return _math.where(zero, 1, _math.sin(px) / px)
 
 
+@op
 def divide_no_nan(x1, x2):
     """Elementwise ``x1 / x2``, 0 where ``x2`` is 0."""
-    zero = _k.equal(x2, 0)
-    return _k.where(zero, 0, _k.divide(x1, _k.where(zero, 1, x2)))
+    zero = _math.equal(x2, 0)
+    return _math.where(zero, 0, _math.divide(x1, _math.where(zero, 1, x2)))
 
 
+@op
 def ldexp(x1, x2):
     """Elementwise ``x1 * 2 ** x2``."""
     return floating(x1) * exp2(x2)
 
 
+@op
 def fmax(x1, x2):
     """Elementwise maximum ignoring NaNs (NaN only where both are NaN)."""
-    return _k.where(_k.isnan(x2), x1, _k.where(_k.isnan(x1), x2, _k.maximum(x1, x2)))
+    return _math.where(_math.isnan(x2), x1, _math.where(_math.isnan(x1), x2, _math.maximum(x1, x2)))
 
 
+@op
 def fmin(x1, x2):
     """Elementwise minimum ignoring NaNs (NaN only where both are NaN)."""
-    return _k.where(_k.isnan(x2), x1, _k.where(_k.isnan(x1), x2, _k.minimum(x1, x2)))
+    return _math.where(_math.isnan(x2), x1, _math.where(_math.isnan(x1), x2, _math.minimum(x1, x2)))
 
 
+@op
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: the dtype's extremes)."""
     if dtype_of(x).kind not in "fc":
@@ -217,23 +238,26 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     info = np.finfo(dtype_of(x))
     big = info.max if posinf is None else posinf
     small = info.min if neginf is None else neginf
-    return _k.where(_k.isnan(x), nan, _k.where(_k.isposinf(x), big, _k.where(_k.isneginf(x), small, x)))
+    return _math.where(_math.isnan(x), nan, _math.where(isposinf(x), big, _math.where(isneginf(x), small, x)))
 
 
 # ------------------------------------------------------------------ no gradient
 
+@op
 @_no_gradient
 def trunc(x):
     """Elementwise rounding toward zero; no gradient."""
     return np.trunc(x)
 
 
+@op
 @_no_gradient
 def signbit(x):
     """Whether the sign bit is set (true for -0.0)."""
     return np.signbit(x)
 
 
+@op
 @_no_gradient
 def heaviside(x1, x2):
     """Step function: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``."""
@@ -241,22 +265,24 @@ def heaviside(x1, x2):
     return out.astype(backend.floatx()) if out.dtype.kind not in "fc" else out
 
 
+@op
 @_no_gradient
 def isclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|x1 - x2| <= atol + rtol * |x2|``."""
     return np.isclose(x1, x2, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
+@op
 @_no_gradient
 def allclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether ``isclose`` holds everywhere (a boolean scalar)."""
     return np.all(np.isclose(x1, x2, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-isinf = _no_gradient(np.isinf)
-isposinf = _no_gradient(np.isposinf)
-isneginf = _no_gradient(np.isneginf)
-logical_xor = _no_gradient(np.logical_xor)
+isinf = op(_no_gradient(np.isinf))
+isposinf = op(_no_gradient(np.isposinf))
+isneginf = op(_no_gradient(np.isneginf))
+logical_xor = op(_no_gradient(np.logical_xor))
 
 
 def _integers(name, x, y=None):
@@ -276,17 +302,18 @@ def _bitwise(name, fn, doc):
     return _no_gradient(op)
 
 
-bitwise_and = _bitwise("bitwise_and", np.bitwise_and, "Elementwise bitwise AND of integers.")
-bitwise_or = _bitwise("bitwise_or", np.bitwise_or, "Elementwise bitwise OR of integers.")
-bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor, "Elementwise bitwise XOR of integers.")
-left_shift = _bitwise("left_shift", np.left_shift, "Elementwise ``x << y`` of integers.")
-right_shift = _bitwise("right_shift", np.right_shift, "Elementwise ``x >> y`` of integers (arithmetic).")
-bitwise_left_shift = _bitwise("bitwise_left_shift", np.left_shift, "Elementwise ``x << y`` of integers.")
-bitwise_right_shift = _bitwise("bitwise_right_shift", np.right_shift, "Elementwise ``x >> y`` of integers.")
-gcd = _bitwise("gcd", np.gcd, "Elementwise greatest common divisor of integers.")
-lcm = _bitwise("lcm", np.lcm, "Elementwise least common multiple of integers.")
+bitwise_and = op(_bitwise("bitwise_and", np.bitwise_and, "Elementwise bitwise AND of integers."))
+bitwise_or = op(_bitwise("bitwise_or", np.bitwise_or, "Elementwise bitwise OR of integers."))
+bitwise_xor = op(_bitwise("bitwise_xor", np.bitwise_xor, "Elementwise bitwise XOR of integers."))
+left_shift = op(_bitwise("left_shift", np.left_shift, "Elementwise ``x << y`` of integers."))
+right_shift = op(_bitwise("right_shift", np.right_shift, "Elementwise ``x >> y`` of integers (arithmetic)."))
+bitwise_left_shift = op(_bitwise("bitwise_left_shift", np.left_shift, "Elementwise ``x << y`` of integers."))
+bitwise_right_shift = op(_bitwise("bitwise_right_shift", np.right_shift, "Elementwise ``x >> y`` of integers."))
+gcd = op(_bitwise("gcd", np.gcd, "Elementwise greatest common divisor of integers."))
+lcm = op(_bitwise("lcm", np.lcm, "Elementwise least common multiple of integers."))
 
 
+@op
 @_no_gradient
 def bitwise_invert(x):
     """Elementwise bitwise NOT of integers."""
@@ -294,6 +321,7 @@ def bitwise_invert(x):
     return np.invert(x)
 
 
+@op
 @_no_gradient
 def bitwise_not(x):
     """Elementwise bitwise NOT of integers."""
@@ -301,6 +329,7 @@ def bitwise_not(x):
     return np.invert(x)
 
 
+@op
 @_no_gradient
 def nextafter(x1, x2):
     """The next float after ``x1`` toward ``x2``."""

@@ -5,6 +5,11 @@ names follow Keras 3: ``Add``, ``Matmul``, ``GetItem``...) whose node keeps
 the call's arguments as given, KerasTensors in place. Running the graph calls
 the same eager function on arrays, so one definition gives the value, the
 gradient and (through shape inference) the output spec.
+
+Each op module marks its public ops with ``@op``, which registers the op under
+its name (the registry a saved model's op nodes are rebuilt from) and makes a
+composite (an op written with other ops) symbolic-aware; a primitive checks for
+KerasTensors itself.
 """
 import functools
 import inspect
@@ -13,6 +18,8 @@ from kgraph.graph.operation import Operation, any_symbolic
 
 _FUNCTIONS = {}
 _CLASSES = {}
+# Each symbolic-aware function made by ``dispatching`` -> the eager function it calls.
+_EAGER = {}
 _CLASS_NAMES = {"getitem": "GetItem", "true_divide": "TrueDivide", "logsumexp": "Logsumexp", "jvp": "JVP"}
 
 
@@ -120,9 +127,36 @@ def dispatching(op_name, fn):
     """``fn`` made symbolic-aware: called with a KerasTensor argument, it records an operation node."""
 
     @functools.wraps(fn)
-    def op(*args, **kwargs):
+    def symbolic_aware(*args, **kwargs):
         if any_symbolic(args, kwargs):
-            return symbolic_call(op_name, op, args, kwargs)
+            return symbolic_call(op_name, symbolic_aware, args, kwargs)
         return fn(*args, **kwargs)
 
-    return op
+    _EAGER[symbolic_aware] = fn
+    return symbolic_aware
+
+
+def op(fn=None, *, name=None):
+    """Make ``fn`` the public op ``name`` (default ``fn.__name__``), where the op is defined::
+
+        @op
+        def where(condition, x1=None, x2=None): ...
+
+        true_divide = op(divide, name="true_divide")
+
+    A primitive (``kgraph.backend.autodiff.primitive``) is registered and returned as it is: it
+    records its own node when called on KerasTensors. Any other function (a composite) is registered
+    and returned wrapped by ``dispatching``. An alias (``name=`` with an op already made) of a
+    composite wraps that op's eager function anew, so it records its own Operation class named after
+    the alias; an alias of a primitive is that primitive.
+
+    ``shape``, ``ndim``, ``convert_to_tensor`` and ``convert_to_numpy`` are not ops (no call of
+    theirs is recorded as a node): they stay plain, unregistered functions.
+    """
+    if fn is None:
+        return functools.partial(op, name=name)
+    op_name = name or fn.__name__
+    if not hasattr(fn, "_kgraph_primitive"):
+        fn = dispatching(op_name, _EAGER.get(fn, fn))
+    register(op_name, fn)
+    return fn

@@ -11,6 +11,7 @@ import numpy as np
 from kgraph.backend.autodiff import primitive
 from kgraph.ops.kernels.windows import (check_data_format, conv_output_length, conv_pads, normalize_tuple, pad, tap_slices,
                                 unpad)
+from kgraph.ops.operations import op
 
 __all__ = ["average_pool", "max_pool"]
 
@@ -174,12 +175,14 @@ def _pool_args(inputs, pool_size, strides, padding, data_format, op):
     return pool_size, strides, pads
 
 
+@op
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """Maximum over sliding windows; "same" padding never wins the maximum. Strides default to pool_size."""
     pool_size, strides, pads = _pool_args(inputs, pool_size, strides, padding, data_format, "max_pool")
     return _max_pool(inputs, pool_size=pool_size, strides=strides, pads=pads)
 
 
+@op
 def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """Mean over sliding windows; with "same" padding, over the real (unpadded) cells only."""
     pool_size, strides, pads = _pool_args(inputs, pool_size, strides, padding, data_format, "average_pool")

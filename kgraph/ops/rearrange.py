@@ -2,7 +2,9 @@
 import math
 import re
 
-from kgraph import ops as _k
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import reshape as _reshape, shape as _shape, transpose as _transpose
+from kgraph.ops.operations import op
 
 __all__ = ["rearrange"]
 
@@ -31,6 +33,7 @@ def _groups(side, pattern):
     return groups
 
 
+@op
 def rearrange(tensor, pattern, **axes_lengths):
     """Split, merge and permute axes as ``pattern`` says; ``axes_lengths`` give the sizes a split cannot infer."""
     left, arrow, right = pattern.partition("->")
@@ -41,7 +44,7 @@ def rearrange(tensor, pattern, **axes_lengths):
     names_out = [n for g in outputs for n in g]
     if sorted(names_in) != sorted(names_out) or len(set(names_in)) != len(names_in):
         raise ValueError(f"Both sides of a rearrange pattern name each axis once. Received: pattern={pattern!r}")
-    shape = _k.shape(tensor)
+    shape = _shape(tensor)
     if len(inputs) != len(shape):
         raise ValueError(f"The pattern's input has {len(inputs)} axes; the tensor has {len(shape)}. "
                          f"Received: pattern={pattern!r}, tensor.shape={shape}")
@@ -59,8 +62,8 @@ def rearrange(tensor, pattern, **axes_lengths):
         """A reshape target: each group's size, -1 for the one holding an unknown (batch) axis."""
         return [-1 if any(sizes[n] is None for n in g) else math.prod(sizes[n] for n in g) for g in groups]
 
-    x = _k.reshape(tensor, target([[n] for n in names_in]))
+    x = _reshape(tensor, target([[n] for n in names_in]))
     order = [names_in.index(n) for n in names_out]
     if order != sorted(order):
-        x = _k.transpose(x, order)
-    return _k.reshape(x, target(outputs))
+        x = _transpose(x, order)
+    return _reshape(x, target(outputs))

@@ -13,6 +13,7 @@ import numpy as np
 
 from kgraph.backend.autodiff import primitive
 from kgraph.ops import gate_activations
+from kgraph.ops.operations import op
 
 __all__ = ["gru", "lstm", "simple_rnn"]
 
@@ -115,6 +116,7 @@ def _to_input_order(per_step, go_backwards):
     return (per_step[::-1] if go_backwards else per_step).transpose(1, 0, 2)
 
 
+@op
 @primitive(num_inputs=3)
 def simple_rnn(projection, recurrent_kernel, initial_h=None, *, go_backwards=False, recurrent_masks=None,
                activation="tanh", step_mask=None, zero_output_for_mask=False):
@@ -173,6 +175,7 @@ def simple_rnn(projection, recurrent_kernel, initial_h=None, *, go_backwards=Fal
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp
 
 
+@op
 @primitive(num_inputs=4)
 def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_backwards=False, recurrent_masks=None,
          activation="tanh", recurrent_activation="sigmoid", step_mask=None, zero_output_for_mask=False):
@@ -257,6 +260,7 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_bac
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy(), cells[-1].copy()), vjp
 
 
+@op
 @primitive(num_inputs=4)
 def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, reset_after=True, go_backwards=False,
         recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid", step_mask=None,

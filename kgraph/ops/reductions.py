@@ -4,6 +4,7 @@ import math as _pymath
 import numpy as np
 
 from kgraph.backend.autodiff import primitive
+from kgraph.ops.operations import op
 
 __all__ = ["cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var"]
 
@@ -33,6 +34,7 @@ def _count(shape, axis):
     return _pymath.prod(shape[a] for a in _reduced_axes(axis, len(shape)))
 
 
+@op
 @primitive
 def sum(x, axis=None, keepdims=False):
     """Sum over ``axis`` (all axes when None)."""
@@ -42,6 +44,7 @@ def sum(x, axis=None, keepdims=False):
     return out, lambda g: np.broadcast_to(g.reshape(_keepdims_shape(x.shape, axis)), x.shape)
 
 
+@op
 @primitive
 def mean(x, axis=None, keepdims=False):
     """Mean over ``axis`` (all axes when None)."""
@@ -67,18 +70,21 @@ def _extremum(reduce, x, axis, keepdims):
     return out, vjp
 
 
+@op
 @primitive
 def max(x, axis=None, keepdims=False):
     """Maximum over ``axis``; tied maxima share the gradient evenly."""
     return _extremum(np.max, x, axis, keepdims)
 
 
+@op
 @primitive
 def min(x, axis=None, keepdims=False):
     """Minimum over ``axis``; tied minima share the gradient evenly."""
     return _extremum(np.min, x, axis, keepdims)
 
 
+@op
 @primitive
 def var(x, axis=None, keepdims=False):
     """Population variance over ``axis``."""
@@ -93,6 +99,7 @@ def var(x, axis=None, keepdims=False):
     return out, vjp
 
 
+@op
 @primitive
 def std(x, axis=None, keepdims=False):
     """Population standard deviation over ``axis`` (gradient 0 where it is 0)."""
@@ -109,6 +116,7 @@ def std(x, axis=None, keepdims=False):
     return out, vjp
 
 
+@op
 @primitive
 def prod(x, axis=None, keepdims=False):
     """Product over ``axis``; the gradient is exact even where elements are 0."""
@@ -132,6 +140,7 @@ def prod(x, axis=None, keepdims=False):
     return out, vjp
 
 
+@op
 @primitive
 def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` over ``axis``, computed without overflow."""
@@ -144,6 +153,7 @@ def logsumexp(x, axis=None, keepdims=False):
     return out, lambda g: g.reshape(lse.shape) * np.exp(x - lse)
 
 
+@op
 @primitive
 def cumsum(x, axis=None, dtype=None):
     """Cumulative sum along ``axis`` (of the flattened array when None)."""

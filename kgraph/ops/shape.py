@@ -3,6 +3,7 @@ import numpy as np
 
 from kgraph.backend.autodiff import _value, primitive
 from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.ops.operations import op
 
 __all__ = [
     "broadcast_to", "concatenate", "expand_dims", "flip", "getitem", "moveaxis", "ndim", "pad",
@@ -11,6 +12,7 @@ __all__ = [
 ]
 
 
+# shape and ndim are not ops (no @op): no node records them, so that they answer at once on KerasTensors too.
 def shape(x):
     """Return the shape of ``x`` as a tuple of ints (``None`` for a KerasTensor's unknown dimensions)."""
     return x.shape if isinstance(x, KerasTensor) else np.shape(_value(x))
@@ -25,6 +27,7 @@ def _back_to(x):
     return lambda g: g.reshape(x.shape)
 
 
+@op
 @primitive(num_inputs=1)
 def reshape(x, newshape):
     """Give ``x`` a new shape with the same number of elements (one dim may be -1)."""
@@ -39,6 +42,7 @@ def reshape(x, newshape):
     return out, _back_to(x)
 
 
+@op
 @primitive
 def ravel(x):
     """Flatten ``x`` to one dimension."""
@@ -46,6 +50,7 @@ def ravel(x):
     return np.ravel(x), _back_to(x)
 
 
+@op
 @primitive(num_inputs=1)
 def expand_dims(x, axis):
     """Insert size-1 axes at ``axis`` (an int or a tuple)."""
@@ -53,6 +58,7 @@ def expand_dims(x, axis):
     return np.expand_dims(x, axis), _back_to(x)
 
 
+@op
 @primitive(num_inputs=1)
 def squeeze(x, axis=None):
     """Remove size-1 axes (those listed in ``axis``, or all when None)."""
@@ -60,6 +66,7 @@ def squeeze(x, axis=None):
     return np.squeeze(x, axis=axis), _back_to(x)
 
 
+@op
 @primitive(num_inputs=1)
 def transpose(x, axes=None):
     """Permute the axes of ``x`` (reverse them when ``axes`` is None)."""
@@ -69,18 +76,21 @@ def transpose(x, axes=None):
     return out, lambda g: np.transpose(g, inverse)
 
 
+@op
 @primitive(num_inputs=1)
 def swapaxes(x, axis1, axis2):
     """Interchange two axes of ``x``."""
     return np.swapaxes(x, axis1, axis2), lambda g: np.swapaxes(g, axis1, axis2)
 
 
+@op
 @primitive(num_inputs=1)
 def moveaxis(x, source, destination):
     """Move axes of ``x`` from ``source`` to ``destination`` positions."""
     return np.moveaxis(x, source, destination), lambda g: np.moveaxis(g, destination, source)
 
 
+@op
 @primitive(num_inputs=1)
 def broadcast_to(x, shape):
     """Broadcast ``x`` to ``shape`` (a read-only view)."""
@@ -94,12 +104,14 @@ def broadcast_to(x, shape):
     return out, lambda g: g
 
 
+@op
 @primitive(num_inputs=1)
 def flip(x, axis=None):
     """Reverse the order of elements along ``axis`` (all axes when None)."""
     return np.flip(x, axis), lambda g: np.flip(g, axis)
 
 
+@op
 @primitive(num_inputs=1)
 def roll(x, shift, axis=None):
     """Roll elements along ``axis`` by ``shift`` (of the flattened array when None)."""
@@ -107,6 +119,7 @@ def roll(x, shift, axis=None):
     return np.roll(x, shift, axis), lambda g: np.roll(g, back, axis)
 
 
+@op
 @primitive(list_input=True)
 def concatenate(xs, axis=0):
     """Join a sequence of arrays along ``axis``."""
@@ -127,6 +140,7 @@ def concatenate(xs, axis=0):
     return out, lambda g: tuple(np.split(g, bounds, axis=axis))
 
 
+@op
 @primitive(list_input=True)
 def stack(x, axis=0):
     """Join a sequence of same-shape arrays along a new ``axis``."""
@@ -140,6 +154,7 @@ def stack(x, axis=0):
     return out, lambda g: tuple(np.moveaxis(g, axis, 0))
 
 
+@op
 @primitive(num_inputs=1)
 def split(x, indices_or_sections, axis=0):
     """Split ``x`` along ``axis`` into equal sections or at the given indices; returns a list."""
@@ -154,6 +169,7 @@ def split(x, indices_or_sections, axis=0):
     return out, lambda gs: np.concatenate(gs, axis=axis)
 
 
+@op
 @primitive(num_inputs=1)
 def unstack(x, num=None, axis=0):
     """Split ``x`` into a list of arrays along ``axis``, removing that axis."""
@@ -173,6 +189,7 @@ def _integer_indices(indices):
     return indices
 
 
+@op
 @primitive
 def take(x, indices, axis=None):
     """Gather elements of ``x`` at ``indices`` along ``axis`` (flattened when None).
@@ -194,6 +211,7 @@ def take(x, indices, axis=None):
     return out, vjp
 
 
+@op
 @primitive
 def take_along_axis(x, indices, axis=None):
     """Gather with ``indices`` of the same rank as ``x`` along ``axis`` (flattened when None)."""
@@ -241,6 +259,7 @@ def _normalize_key(key):
     return key
 
 
+@op
 @primitive(num_inputs=1)
 def getitem(x, key):
     """``x[key]`` with NumPy basic and advanced indexing.
@@ -264,6 +283,7 @@ def getitem(x, key):
     return out, vjp
 
 
+@op
 @primitive(num_inputs=1)
 def tile(x, repeats):
     """Repeat the whole of ``x`` ``repeats`` times along each axis."""
@@ -281,6 +301,7 @@ def tile(x, repeats):
     return out, vjp
 
 
+@op
 @primitive(num_inputs=1)
 def repeat(x, repeats, axis=None):
     """Repeat each element of ``x`` along ``axis`` (of the flattened array when None)."""
@@ -307,6 +328,7 @@ def repeat(x, repeats, axis=None):
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
 
+@op
 @primitive(num_inputs=1)
 def pad(x, pad_width, mode="constant", constant_values=None):
     """Pad ``x`` with ``pad_width`` (int, ``(before, after)`` or one pair per axis).
