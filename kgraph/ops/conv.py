@@ -15,10 +15,20 @@ import numpy as np
 
 from kgraph.backend.autodiff import primitive
 from kgraph.ops.kernels import winograd
-from kgraph.ops.shape import reshape
-from kgraph.ops.kernels.windows import (check_data_format, col2im_add, conv_output_length, conv_pads, im2col,
-                                normalize_tuple, pad, scratch, transpose_crop, unpad)
+from kgraph.ops.kernels.windows import (
+    check_data_format,
+    col2im_add,
+    conv_output_length,
+    conv_pads,
+    im2col,
+    normalize_tuple,
+    pad,
+    scratch,
+    transpose_crop,
+    unpad,
+)
 from kgraph.ops.operations import op
+from kgraph.ops.shape import reshape
 
 __all__ = ["conv", "conv_transpose", "depthwise_conv", "separable_conv"]
 

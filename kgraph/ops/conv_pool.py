@@ -20,8 +20,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from kgraph.backend.autodiff import primitive
-from kgraph.ops.kernels import winograd
 from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
+from kgraph.ops.kernels import winograd
 from kgraph.ops.kernels.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
 from kgraph.ops.operations import op
 

@@ -7,18 +7,22 @@ import functools
 
 import numpy as np
 
-from kgraph import backend
-from kgraph.ops import math as _math
-from kgraph.ops import reductions as _reductions
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import (broadcast_to as _broadcast_to, expand_dims as _expand_dims, reshape as _reshape,
-                              shape as _shape, stack as _stack, take as _take)
-from kgraph import tree
+from kgraph import backend, tree
 from kgraph.backend.autodiff import _value, on_tape, primitive
 from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.ops import math as _math
+from kgraph.ops import reductions as _reductions
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import dtype_of, floating
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import broadcast_to as _broadcast_to
+from kgraph.ops.shape import expand_dims as _expand_dims
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import stack as _stack
+from kgraph.ops.shape import take as _take
 
 __all__ = [
     "associative_scan", "cdist", "cond", "custom_gradient", "dtype", "extract_sequences", "fori_loop", "i0",

@@ -1,10 +1,11 @@
 """Connectionist temporal classification: ``ctc_loss`` (forward-backward in log space) and greedy ``ctc_decode``."""
 import numpy as np
 
+from kgraph.backend.autodiff import primitive
 from kgraph.ops import math as _math
+
 # ``kgraph.ops.nn`` names Keras's namespace, not the module: the module's ops are imported by name.
 from kgraph.ops.nn import log_softmax as _log_softmax
-from kgraph.backend.autodiff import primitive
 from kgraph.ops.operations import op
 
 __all__ = ["ctc_decode", "ctc_loss"]

@@ -6,13 +6,15 @@ cotangent pair.
 import numpy as np
 
 from kgraph import backend
+from kgraph.backend.autodiff import primitive
 from kgraph.ops import core as _core
 from kgraph.ops import math as _math
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import pad as _pad, shape as _shape
-from kgraph.backend.autodiff import primitive
 from kgraph.ops.numpy_math import dtype_of, floating
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import pad as _pad
+from kgraph.ops.shape import shape as _shape
 
 __all__ = ["fft", "fft2", "ifft2", "irfft", "istft", "rfft", "stft"]
 

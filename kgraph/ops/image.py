@@ -8,13 +8,22 @@ import numpy as np
 from kgraph.ops import math as _math
 from kgraph.ops import numpy_index as _numpy_index
 from kgraph.ops import reductions as _reductions
+
 # ``kgraph.ops.linalg`` and ``.shape`` name a Keras namespace and an op, not the modules: ops imported by name.
 from kgraph.ops.linalg import solve as _solve
-from kgraph.ops.shape import (concatenate as _concatenate, expand_dims as _expand_dims, getitem as _getitem,
-                              moveaxis as _moveaxis, pad as _pad, reshape as _reshape, shape as _shape,
-                              stack as _stack, take as _take, transpose as _transpose, unstack as _unstack)
 from kgraph.ops.numpy_math import dtype_of, floating
 from kgraph.ops.operations import op
+from kgraph.ops.shape import concatenate as _concatenate
+from kgraph.ops.shape import expand_dims as _expand_dims
+from kgraph.ops.shape import getitem as _getitem
+from kgraph.ops.shape import moveaxis as _moveaxis
+from kgraph.ops.shape import pad as _pad
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import stack as _stack
+from kgraph.ops.shape import take as _take
+from kgraph.ops.shape import transpose as _transpose
+from kgraph.ops.shape import unstack as _unstack
 
 __all__ = [
     "affine_transform", "crop_images", "hsv_to_rgb", "map_coordinates", "pad_images", "perspective_transform",

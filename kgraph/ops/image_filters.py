@@ -11,16 +11,22 @@ import math
 
 import numpy as np
 
+from kgraph import random as _random
 from kgraph.ops import math as _math
 from kgraph.ops import numpy_index as _numpy_index
 from kgraph.ops import reductions as _reductions
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import (expand_dims as _expand_dims, moveaxis as _moveaxis, reshape as _reshape,
-                              shape as _shape, squeeze as _squeeze, stack as _stack, take as _take)
-from kgraph import random as _random
 from kgraph.ops.image import _FILL_MODES, _axes, _fold_index
 from kgraph.ops.numpy_math import dtype_of, floating
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import expand_dims as _expand_dims
+from kgraph.ops.shape import moveaxis as _moveaxis
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import squeeze as _squeeze
+from kgraph.ops.shape import stack as _stack
+from kgraph.ops.shape import take as _take
 
 __all__ = ["elastic_transform", "gaussian_blur", "scale_and_translate", "sobel_edges"]
 

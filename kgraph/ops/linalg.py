@@ -8,14 +8,17 @@ Jacobian-vector product of any function, built from reverse-mode passes.
 import numpy as np
 
 from kgraph import backend, tree
+from kgraph.backend.autodiff import GradientTape, _value, on_tape, primitive
 from kgraph.ops import math as _math
 from kgraph.ops import reductions as _reductions
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import shape as _shape, squeeze as _squeeze, swapaxes as _swapaxes
-from kgraph.backend.autodiff import GradientTape, _value, on_tape, primitive
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import floating
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import squeeze as _squeeze
+from kgraph.ops.shape import swapaxes as _swapaxes
 
 __all__ = [
     "cholesky", "cholesky_inverse", "det", "eig", "eigh", "inv", "jvp", "logdet", "lstsq", "lu_factor", "matrix_rank",

@@ -353,17 +353,17 @@ def _parse_einsum(subscripts, operands):
             f"Received: subscripts={subscripts!r}"
         )
     free = [c for c in string.ascii_letters if c not in subscripts]
-    ranks = [op.ndim - (len(s) - 3) for s, op in zip(in_subs, operands) if "..." in s]
+    ranks = [operand.ndim - (len(s) - 3) for s, operand in zip(in_subs, operands) if "..." in s]
     ell_rank = builtins.max(ranks, default=0)
     ellipsis = "".join(free[:ell_rank])
     expanded = []
-    for s, op in zip(in_subs, operands):
+    for s, operand in zip(in_subs, operands):
         if "..." in s:
-            rank = op.ndim - (len(s) - 3)
+            rank = operand.ndim - (len(s) - 3)
             s = s.replace("...", ellipsis[ell_rank - rank:])
-        if len(s) != op.ndim:
+        if len(s) != operand.ndim:
             raise ValueError(
-                f"einsum subscript {s!r} does not match an operand of rank {op.ndim}. "
+                f"einsum subscript {s!r} does not match an operand of rank {operand.ndim}. "
                 f"Received: subscripts={subscripts!r}"
             )
         expanded.append(s)

@@ -13,7 +13,7 @@ _NOT_NUMPY = {
 }
 _FAMILIES = {
     "numpy": ("math", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index", "complex"),
-    "nn": ("nn", "nn_extra", "conv", "conv_pool", "pooling", "normalization", "patches", "ctc"),
+    "nn": ("nn", "nn_activations", "nn_losses", "nn_attention", "nn_windows", "conv", "conv_pool", "pooling", "normalization", "patches", "ctc"),
     "linalg": ("linalg",),
     "image": ("image", "patches", "image_filters"),
 }

@@ -6,8 +6,8 @@ import numpy as np
 from kgraph import backend
 from kgraph.backend.autodiff import _value, primitive
 from kgraph.ops.math import _erf_values
-from kgraph.ops.reductions import _count, _reduced_axes
 from kgraph.ops.operations import op
+from kgraph.ops.reductions import _count, _reduced_axes
 
 __all__ = [
     "dense", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu", "log_sigmoid",

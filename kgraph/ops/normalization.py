@@ -2,8 +2,8 @@
 import numpy as np
 
 from kgraph.backend.autodiff import primitive
-from kgraph.ops.reductions import _reduced_axes
 from kgraph.ops.operations import op
+from kgraph.ops.reductions import _reduced_axes
 
 __all__ = ["batch_normalization", "layer_normalization"]
 

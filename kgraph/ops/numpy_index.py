@@ -8,17 +8,24 @@ import string
 import numpy as np
 
 from kgraph import backend
+from kgraph.backend.autodiff import primitive
 from kgraph.ops import math as _math
 from kgraph.ops import numpy_shape as _numpy_shape
 from kgraph.ops import reductions as _reductions
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import (expand_dims as _expand_dims, flip as _flip, moveaxis as _moveaxis, pad as _pad,
-                              reshape as _reshape, shape as _shape, stack as _stack, take as _take,
-                              transpose as _transpose)
-from kgraph.backend.autodiff import primitive
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import floating
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import expand_dims as _expand_dims
+from kgraph.ops.shape import flip as _flip
+from kgraph.ops.shape import moveaxis as _moveaxis
+from kgraph.ops.shape import pad as _pad
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import stack as _stack
+from kgraph.ops.shape import take as _take
+from kgraph.ops.shape import transpose as _transpose
 
 __all__ = [
     "bincount", "corrcoef", "correlate", "cross", "digitize", "dot", "histogram", "inner", "isin", "kron",

@@ -2,16 +2,21 @@
 import numpy as np
 
 from kgraph import backend
+from kgraph.backend.autodiff import primitive
 from kgraph.ops import math as _math
 from kgraph.ops import reductions as _reductions
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import (expand_dims as _expand_dims, moveaxis as _moveaxis, reshape as _reshape,
-                              shape as _shape, take as _take, transpose as _transpose)
-from kgraph.backend.autodiff import primitive
 from kgraph.ops.math import _no_gradient
 from kgraph.ops.numpy_math import dtype_of, floating
-from kgraph.ops.reductions import _axis_arg
 from kgraph.ops.operations import op
+from kgraph.ops.reductions import _axis_arg
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import expand_dims as _expand_dims
+from kgraph.ops.shape import moveaxis as _moveaxis
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import take as _take
+from kgraph.ops.shape import transpose as _transpose
 
 __all__ = [
     "amax", "amin", "argpartition", "argsort", "average", "count_nonzero", "cumprod", "diff", "in_top_k", "median",

@@ -4,15 +4,23 @@ import builtins
 import numpy as np
 
 from kgraph import backend
+from kgraph.backend.autodiff import _value, primitive
 from kgraph.ops import math as _math
 from kgraph.ops import reductions as _reductions
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import (broadcast_to as _broadcast_to, concatenate as _concatenate,
-                              expand_dims as _expand_dims, flip as _flip, moveaxis as _moveaxis, pad as _pad,
-                              reshape as _reshape, shape as _shape, split as _split, swapaxes as _swapaxes)
-from kgraph.backend.autodiff import _value, primitive
 from kgraph.ops.numpy_math import dtype_of, floating
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import broadcast_to as _broadcast_to
+from kgraph.ops.shape import concatenate as _concatenate
+from kgraph.ops.shape import expand_dims as _expand_dims
+from kgraph.ops.shape import flip as _flip
+from kgraph.ops.shape import moveaxis as _moveaxis
+from kgraph.ops.shape import pad as _pad
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import split as _split
+from kgraph.ops.shape import swapaxes as _swapaxes
 
 __all__ = [
     "append", "array", "array_split", "bartlett", "blackman", "copy", "diag", "diagflat", "diagonal", "dsplit",

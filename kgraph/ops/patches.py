@@ -4,10 +4,16 @@ All are slices, stacks and pads of other ops, so they are differentiable and exp
 """
 import numpy as np
 
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import (expand_dims as _expand_dims, getitem as _getitem, moveaxis as _moveaxis,
-                              pad as _pad, reshape as _reshape, shape as _shape, stack as _stack)
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import expand_dims as _expand_dims
+from kgraph.ops.shape import getitem as _getitem
+from kgraph.ops.shape import moveaxis as _moveaxis
+from kgraph.ops.shape import pad as _pad
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import stack as _stack
 
 __all__ = ["extract_patches", "extract_patches_3d", "fold", "unfold"]
 

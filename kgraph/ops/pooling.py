@@ -9,8 +9,15 @@ remembers where each tap won, so its VJP needs no comparison pass.
 import numpy as np
 
 from kgraph.backend.autodiff import primitive
-from kgraph.ops.kernels.windows import (check_data_format, conv_output_length, conv_pads, normalize_tuple, pad, tap_slices,
-                                unpad)
+from kgraph.ops.kernels.windows import (
+    check_data_format,
+    conv_output_length,
+    conv_pads,
+    normalize_tuple,
+    pad,
+    tap_slices,
+    unpad,
+)
 from kgraph.ops.operations import op
 
 __all__ = ["average_pool", "max_pool"]

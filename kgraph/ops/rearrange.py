@@ -2,9 +2,12 @@
 import math
 import re
 
-# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
-from kgraph.ops.shape import reshape as _reshape, shape as _shape, transpose as _transpose
 from kgraph.ops.operations import op
+
+# ``kgraph.ops.shape`` names the op, not the module: the module's ops are imported by name.
+from kgraph.ops.shape import reshape as _reshape
+from kgraph.ops.shape import shape as _shape
+from kgraph.ops.shape import transpose as _transpose
 
 __all__ = ["rearrange"]
 

@@ -11,13 +11,13 @@ from export.converters.activations import emit_activation
 from export.converters.ops.common import axes_of, folded, int64, is_float, operand, rank_of, reduce
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
-from kgraph.ops.nn_extra import __all__ as _NN_EXTRA
+from kgraph.ops import nn_activations, nn_attention, nn_losses, nn_windows
 
 if TYPE_CHECKING:
     from export.context import ConversionContext
     from export.registry import ConverterResult
 
-register_composites(_NN_EXTRA)
+register_composites(nn_activations.__all__ + nn_losses.__all__ + nn_attention.__all__ + nn_windows.__all__)
 
 unexportable("ctc_loss", "a recursion over time and each sequence's own label lattice, run in NumPy; ONNX has no "
                          "CTC op")
