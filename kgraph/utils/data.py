@@ -10,7 +10,9 @@ def to_categorical(x, num_classes=None):
     num_classes = int(x.max()) + 1 if num_classes is None else int(num_classes)
     if x.size and (x.min() < 0 or x.max() >= num_classes):
         raise ValueError(f"Class indices must be in [0, {num_classes}). Received values from {x.min()} to {x.max()}")
-    return np.eye(num_classes, dtype="float32")[x]
+    # NumPy's default float, as Keras returns for array input (float64): a float32 label matrix would change the
+    # loss dtype of a model compiled on it.
+    return np.eye(num_classes)[x]
 
 
 def normalize(x, axis=-1, order=2):

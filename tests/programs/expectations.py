@@ -33,9 +33,6 @@ RANK_1_INPUT = ("a Functional model refuses a rank-1 array for an Input(shape=(1
                 "shape=(1,)")
 SUMMARY_SHOW_TRAINABLE = ("Model.summary() lacks Keras's show_trainable argument (and its Trainable column): "
                           "TypeError: Model.summary() got an unexpected keyword argument 'show_trainable'")
-TO_CATEGORICAL_DTYPE = ("keras.utils.to_categorical returns float32 where Keras returns float64 (NumPy's default "
-                        "for np.zeros, which Keras's NumPy implementation uses), so the programs' one-hot targets "
-                        "differ in dtype")
 STACKED_CELL_STATES = ("RNN with a list of cells (StackedRNNCells) passes each cell its single state as a bare "
                        "array, not the one-element list Keras passes: the RNN docs' MinimalRNNCell reads "
                        "`prev_output = states[0]`, which is then the first batch row, so stacked custom cells "
@@ -103,8 +100,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_transfer_learning", "runs"): SUMMARY_SHOW_TRAINABLE,
     ("p_transfer_learning", "matches"): _blocked(SUMMARY_SHOW_TRAINABLE),
     ("p_transfer_learning", "exports"): _blocked(SUMMARY_SHOW_TRAINABLE),
-    ("p_functional_resnet", "matches"): TO_CATEGORICAL_DTYPE,
-    ("p_mnist_convnet", "matches"): TO_CATEGORICAL_DTYPE,
     ("p_rnn_custom_cells", "matches"): STACKED_CELL_STATES,
     ("p_rnn_custom_cells", "exports"): TIME_DISTRIBUTED_EXPORT,
     ("p_serialization_saving", "matches"): DENSE_CONFIG,

@@ -7,7 +7,8 @@ from kgraph import layers, ops
 
 
 def test_to_categorical_pad_sequences_normalize():
-    np.testing.assert_array_equal(kgraph.utils.to_categorical([0, 2, 1], 3), np.eye(3, dtype="float32")[[0, 2, 1]])
+    np.testing.assert_array_equal(kgraph.utils.to_categorical([0, 2, 1], 3), np.eye(3)[[0, 2, 1]])
+    assert kgraph.utils.to_categorical([0, 1]).dtype == np.float64  # Keras's dtype for array input
     assert kgraph.utils.to_categorical(np.array([[1], [3]])).shape == (2, 4)
     with pytest.raises(ValueError, match=r"\[0, 2\)"):
         kgraph.utils.to_categorical([0, 5], 2)
