@@ -61,10 +61,12 @@ class Model(Trainer, Layer):
             raise ValueError(f"No such layer: {name}. Existing layers are: {[layer.name for layer in layers]}.")
         raise ValueError("Provide either a layer name or layer index at `get_layer`.")
 
-    def summary(self, line_length=None, positions=None, print_fn=None):
+    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False,
+                layer_range=None):
         """Print the Keras-style table of layers, output shapes, parameters and connections."""
         from kgraph.utils.summary import print_summary
-        print_summary(self, line_length=line_length, positions=positions, print_fn=print_fn)
+        print_summary(self, line_length=line_length, positions=positions, print_fn=print_fn,
+                      expand_nested=expand_nested, show_trainable=show_trainable, layer_range=layer_range)
 
     def to_json(self, **kwargs):
         """The architecture as JSON (``kgraph.models.model_from_json`` reads it back)."""

@@ -1,4 +1,6 @@
 """model.summary(): the Keras-style table of layers, shapes, parameters and connections."""
+import re
+
 import numpy as np
 
 
@@ -34,8 +36,36 @@ def _param_count(layer):
     return sum(int(np.prod(w.shape)) for w in layer.weights)
 
 
-def print_summary(model, line_length=None, positions=None, print_fn=None):
-    """Print (or pass line by line to ``print_fn``) the summary of ``model``."""
+def layer_bounds(layers, layer_range=None):
+    """``[first, last + 1]`` of the layers whose names match ``layer_range``'s two patterns (Keras's rule)."""
+    if layer_range is None:
+        return 0, len(layers)
+    if len(layer_range) != 2 or not all(isinstance(name, str) for name in layer_range):
+        raise ValueError("layer_range must be a list or tuple of two layer-name patterns (strings). "
+                         f"Received: layer_range={layer_range!r}")
+    lower = [i for i, layer in enumerate(layers) if re.match(layer_range[0], layer.name)]
+    upper = [i for i, layer in enumerate(layers) if re.match(layer_range[1], layer.name)]
+    if not lower or not upper:
+        raise ValueError(f"Passed layer_names do not match the layer names in the model. Received: {layer_range}")
+    if min(lower) > max(upper):
+        return min(upper), max(lower) + 1
+    return min(lower), max(upper) + 1
+
+
+def _trainable_mark(layer):
+    if not getattr(layer, "weights", None):
+        return "-"
+    return "Y" if layer.trainable else "N"
+
+
+def print_summary(model, line_length=None, positions=None, print_fn=None, expand_nested=False,
+                  show_trainable=False, layer_range=None):
+    """Print (or pass line by line to ``print_fn``) the summary of ``model``.
+
+    ``expand_nested`` lists the layers of nested models under them, ``show_trainable`` adds Keras's Trainable
+    column (Y, N, or - for a layer without weights), ``layer_range`` shows only the layers from the first name
+    matching its first pattern to the last matching its second.
+    """
     print_fn = print_fn or print
     functional = hasattr(model, "nodes_by_depth") and model.built
     sequential_like = not functional or type(model).__name__ == "Sequential"
@@ -46,6 +76,10 @@ def print_summary(model, line_length=None, positions=None, print_fn=None):
     line_length = line_length or (65 if sequential_like else 98)
     positions = positions or ([0.45, 0.85, 1.0] if sequential_like else [0.33, 0.55, 0.67, 1.0])
     stops = [int(line_length * p) if p <= 1 else int(p) for p in positions]
+    if show_trainable:
+        columns.append("Trainable")
+        line_length += 11
+        stops.append(line_length)
 
     def row(fields):
         line = ""
@@ -53,22 +87,29 @@ def print_summary(model, line_length=None, positions=None, print_fn=None):
             line = (line + " " + str(field))[: stop - 1].ljust(stop)
         return line.rstrip()
 
+    def layer_rows(layer, level=0):
+        prefix = "   " * level + "└ " if level else ""
+        shape = _shape_text(layer, model_nodes) if functional else "(unbuilt)"
+        fields = [f"{prefix}{layer.name} ({type(layer).__name__})", shape, f"{_param_count(layer):,}"]
+        links = [] if sequential_like else (_connections(layer, model_nodes) if not level else []) or ["-"]
+        rows = [fields + links[:1] + ([_trainable_mark(layer)] if show_trainable else [])]
+        rows += [["", "", "", link] for link in links[1:]]
+        if expand_nested and getattr(layer, "layers", None):
+            for inner in layer.layers:
+                rows += layer_rows(inner, level + 1)
+        return rows
+
     print_fn(f'Model: "{model.name}"')
     print_fn("_" * line_length)
     print_fn(row(columns))
     print_fn("=" * line_length)
     layers = model.operations if functional and hasattr(model, "operations") else model.layers
-    for i, layer in enumerate(layers):
-        shape = _shape_text(layer, model_nodes) if functional else "(unbuilt)"
-        fields = [f"{layer.name} ({type(layer).__name__})", shape, f"{_param_count(layer):,}"]
-        if sequential_like:
+    first, last = layer_bounds(layers, layer_range)
+    shown = layers[first:last]
+    for i, layer in enumerate(shown):
+        for fields in layer_rows(layer):
             print_fn(row(fields))
-        else:
-            links = _connections(layer, model_nodes)
-            print_fn(row(fields + [links[0] if links else "-"]))
-            for link in links[1:]:
-                print_fn(row(["", "", "", link]))
-        print_fn(("=" if i == len(layers) - 1 else "_") * line_length)
+        print_fn(("=" if i == len(shown) - 1 else "_") * line_length)
     trainable = model.trainable_weights
     non_trainable = model.non_trainable_weights
     total = trainable + non_trainable

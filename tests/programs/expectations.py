@@ -31,8 +31,6 @@ RANK_1_INPUT = ("a Functional model refuses a rank-1 array for an Input(shape=(1
                 "(batch, 1)): model.predict({name: keras.ops.convert_to_tensor([value])}) raises ValueError: Input "
                 "'sex' of model 'functional' is incompatible with the model: expected shape=(None, 1), found "
                 "shape=(1,)")
-SUMMARY_SHOW_TRAINABLE = ("Model.summary() lacks Keras's show_trainable argument (and its Trainable column): "
-                          "TypeError: Model.summary() got an unexpected keyword argument 'show_trainable'")
 STACKED_CELL_STATES = ("RNN with a list of cells (StackedRNNCells) passes each cell its single state as a bare "
                        "array, not the one-element list Keras passes: the RNN docs' MinimalRNNCell reads "
                        "`prev_output = states[0]`, which is then the first batch row, so stacked custom cells "
@@ -63,6 +61,13 @@ SUBCLASSED_FUNCTIONAL_LOAD = ("a .keras file of a Model subclass built the funct
                               "'custom_model' (CustomModel) at config of the .keras config uses "
                               "`name='custom_model'`, which kgraph does not support")
 
+# Not a gap of kgraph: a deliberate difference. Keras 3.15's Functional.call passes the outer `training` flag to
+# every layer, overriding an explicit `base_model(x, training=False)` recorded in the graph, so fine-tuning updates
+# the frozen BatchNormalization statistics that its own transfer-learning guide says stay fixed; kgraph keeps the
+# explicit flag, as the guide documents.
+EXPLICIT_TRAINING_FLAG = ("kgraph keeps an explicit training=False of a nested model during fit, as Keras's "
+                          "transfer-learning guide says; Keras 3.15 overrides it with the outer flag, so its "
+                          "BatchNormalization statistics move (values[bn_statistics_kept]: Keras False, kgraph True)")
 
 CAUSES = {name: text for name, text in dict(globals()).items() if name.isupper() and isinstance(text, str)}
 BLOCKED = "does not run under kgraph: "
@@ -79,6 +84,7 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_custom_fit_train_step", "runs"): TORCH_TRAIN_STEP,
     ("p_custom_fit_train_step", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_custom_fit_train_step", "exports"): _blocked(TORCH_TRAIN_STEP),
+    ("p_transfer_learning", "matches"): EXPLICIT_TRAINING_FLAG,
     ("p_vae", "runs"): TORCH_TRAIN_STEP,
     ("p_vae", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_vae", "exports"): _blocked(TORCH_TRAIN_STEP),
@@ -97,9 +103,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_structured_data_normalization", "runs"): RANK_1_INPUT,
     ("p_structured_data_normalization", "matches"): _blocked(RANK_1_INPUT),
     ("p_structured_data_normalization", "exports"): _blocked(RANK_1_INPUT),
-    ("p_transfer_learning", "runs"): SUMMARY_SHOW_TRAINABLE,
-    ("p_transfer_learning", "matches"): _blocked(SUMMARY_SHOW_TRAINABLE),
-    ("p_transfer_learning", "exports"): _blocked(SUMMARY_SHOW_TRAINABLE),
     ("p_rnn_custom_cells", "matches"): STACKED_CELL_STATES,
     ("p_rnn_custom_cells", "exports"): TIME_DISTRIBUTED_EXPORT,
     ("p_serialization_saving", "matches"): DENSE_CONFIG,
