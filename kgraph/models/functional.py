@@ -15,6 +15,16 @@ from kgraph.models import planning
 from kgraph.models.model import Model
 
 
+def _adjust_rank(x, shape):
+    """Keras's rank rule for model inputs: an array one rank short of an Input whose last dimension is 1 gains
+    that axis (``(batch,)`` for ``Input(shape=(1,))``); one rank over with a last dimension of 1 loses it."""
+    if x.ndim == len(shape) - 1 and shape and shape[-1] == 1:
+        return x[..., None]
+    if x.ndim == len(shape) + 1 and x.shape and x.shape[-1] == 1:
+        return x[..., 0]
+    return x
+
+
 class Functional(Model):
     """A graph of layers mapped back from ``outputs`` to ``inputs``.
 
@@ -173,6 +183,7 @@ class Functional(Model):
             if x.dtype == object:
                 raise TypeError(f"Input '{name}' of model '{self.name}' must be a numeric array. "
                                 f"Received an array of dtype object.")
+            x = _adjust_rank(x, t.shape)
             shape = x.shape
             if len(shape) != len(t.shape) or any(e is not None and e != a for e, a in zip(t.shape, shape)):
                 raise ValueError(f"Input '{name}' of model '{self.name}' is incompatible with the model: "
