@@ -24,9 +24,6 @@ SAVE_OWN_VARIABLES = ("Layer has no default save_own_variables()/load_own_variab
                       "AttributeError: 'super' object has no attribute 'save_own_variables', and the load hook "
                       "then finds no '0' in the store (KeyError); next, the Sequential restored from "
                       "custom_build_model.keras has `built == False` (Keras: True)")
-LSTM_STATES = ("a stateful RNN layer has no public `states` (Keras: the list of state variables, zeros after "
-               "reset_states()): AttributeError: 'LSTM' object has no attribute 'states' (kgraph keeps `_states`, "
-               "None after reset_states())")
 STACKED_CELL_STATES = ("RNN with a list of cells (StackedRNNCells) passes each cell its single state as a bare "
                        "array, not the one-element list Keras passes: the RNN docs' MinimalRNNCell reads "
                        "`prev_output = states[0]`, which is then the first batch row, so stacked custom cells "
@@ -103,9 +100,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_customizing_saving", "runs"): SAVE_OWN_VARIABLES,
     ("p_customizing_saving", "matches"): _blocked(SAVE_OWN_VARIABLES),
     ("p_customizing_saving", "exports"): _blocked(SAVE_OWN_VARIABLES),
-    ("p_rnn_stateful", "runs"): LSTM_STATES,
-    ("p_rnn_stateful", "matches"): _blocked(LSTM_STATES),
-    ("p_rnn_stateful", "exports"): _blocked(LSTM_STATES),
     ("p_rnn_custom_cells", "matches"): STACKED_CELL_STATES,
     ("p_rnn_custom_cells", "exports"): TIME_DISTRIBUTED_EXPORT,
     ("p_serialization_saving", "matches"): DENSE_CONFIG,

@@ -153,6 +153,7 @@ class RecurrentBase(Layer):
         sequence, *states = self._recur(projection, masks, step_mask, initial)
         if self.stateful:
             self._states = [np.array(ops.stop_gradient(s)) for s in states]
+            self._state_batch = sequences.shape[0]
         output = sequence if self.return_sequences else states[0]
         if self.return_state:
             return [output] + states
@@ -173,6 +174,17 @@ class RecurrentBase(Layer):
                                  "or keep the batch size fixed.")
             return list(self._states)
         return [None] * self._state_count
+
+    @property
+    def states(self):
+        """A stateful layer's carried states, ``(batch, units)`` each (zeros after ``reset_states()``); None for a
+        stateless layer or before the first call, as Keras's."""
+        if self._states is not None:
+            return list(self._states)
+        batch = getattr(self, "_state_batch", None)
+        if not self.stateful or batch is None:
+            return None
+        return [np.zeros((batch, self.units), self.compute_dtype) for _ in range(self._state_count)]
 
     def reset_states(self, states=None):
         """Clear the carried states of a stateful layer (or set them to ``states``)."""
