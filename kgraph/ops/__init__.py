@@ -14,7 +14,9 @@ from kgraph.ops.conv import __all__ as _conv_all
 from kgraph.ops.conv_pool import *  # noqa: F401,F403
 from kgraph.ops.conv_pool import __all__ as _conv_pool_all
 from kgraph.ops.core import *  # noqa: F401,F403
-from kgraph.ops.core import __all__ as _core_extra_all
+from kgraph.ops.core import __all__ as _core_all
+from kgraph.ops.creation import *  # noqa: F401,F403
+from kgraph.ops.creation import __all__ as _creation_all
 from kgraph.ops.ctc import *  # noqa: F401,F403
 from kgraph.ops.ctc import __all__ as _ctc_all
 from kgraph.ops.fft import *  # noqa: F401,F403
@@ -60,11 +62,13 @@ from kgraph.ops.reductions import __all__ as _reductions_all
 from kgraph.ops.shape import *  # noqa: F401,F403
 from kgraph.ops.shape import __all__ as _shape_all
 
-__all__ = sorted(_conv_all + _conv_pool_all + _math_all + _nn_all + _normalization_all + _pooling_all + _recurrent_all
+__all__ = sorted(_conv_all + _conv_pool_all + _math_all + _creation_all + _nn_all + _normalization_all
+                 + _pooling_all + _recurrent_all
                  + _reductions_all + _shape_all + _numpy_math_all
                  + _numpy_reductions_all + _numpy_shape_all
-                 + _numpy_index_all + _nn_activations_all + _nn_losses_all + _nn_attention_all + _nn_windows_all + _linalg_all
-                 + _image_all + _core_extra_all + _fft_all
+                 + _numpy_index_all + _nn_activations_all + _nn_losses_all + _nn_attention_all + _nn_windows_all
+                 + _linalg_all
+                 + _image_all + _core_all + _fft_all
                  + _patches_all + _rearrange_all + _ctc_all + _complex_all + _image_filters_all)
 
 from kgraph.ops import namespaces as _namespaces  # noqa: E402

@@ -5,6 +5,7 @@ centres, as Keras), so it is differentiable and exports as MatMul/Einsum.
 """
 import numpy as np
 
+from kgraph.ops import creation as _creation
 from kgraph.ops import math as _math
 from kgraph.ops import numpy_index as _numpy_index
 from kgraph.ops import reductions as _reductions
@@ -254,7 +255,7 @@ def affine_transform(images, transform, interpolation="bilinear", fill_mode="con
         x = _transpose(x, (0, 2, 3, 1))
     x = floating(x)
     _, height, width, channels = _shape(x)
-    transform = transform + _math.zeros_like(x[:, 0, 0, :1])  # one row per image, a single row shared by all
+    transform = transform + _creation.zeros_like(x[:, 0, 0, :1])  # one row per image, a single row shared by all
     rows = np.arange(height, dtype=dtype_of(x))[:, None] * np.ones((1, width), dtype=dtype_of(x))
     cols = np.ones((height, 1), dtype=dtype_of(x)) * np.arange(width, dtype=dtype_of(x))[None, :]
     coef = [_reshape(transform[:, i], (-1, 1, 1)) for i in range(8)]
@@ -262,7 +263,7 @@ def affine_transform(images, transform, interpolation="bilinear", fill_mode="con
     src_x = (coef[0] * cols + coef[1] * rows + coef[2]) / k
     src_y = (coef[3] * cols + coef[4] * rows + coef[5]) / k
     # Row offsets of each image in the flattened batch: a running count, so an unknown batch size works.
-    batch = _reshape(_reductions.cumsum(_math.ones_like(transform[:, :1]), axis=0) - 1, (-1, 1, 1))
+    batch = _reshape(_reductions.cumsum(_creation.ones_like(transform[:, :1]), axis=0) - 1, (-1, 1, 1))
     pixels = _reshape(x, (-1, channels))
     if interpolation == "nearest":
         corners = [(_math.round(src_y), _math.round(src_x), None)]  # half to even, as Keras
@@ -301,7 +302,7 @@ def perspective_transform(images, start_points, end_points, interpolation="bilin
         raise ValueError("start_points and end_points must hold 4 points (x, y) per image. "
                          f"Received: start_points.shape={_shape(start)}, end_points.shape={_shape(end)}")
     xo, yo, xi, yi = end[..., 0], end[..., 1], start[..., 0], start[..., 1]
-    zeros, ones = _math.zeros_like(xo), _math.ones_like(xo)
+    zeros, ones = _creation.zeros_like(xo), _creation.ones_like(xo)
     # Each pair gives two rows of the 8x8 system for (a0, a1, a2, b0, b1, b2, c0, c1).
     rows_x = _stack([xo, yo, ones, zeros, zeros, zeros, -xi * xo, -xi * yo], axis=-1)
     rows_y = _stack([zeros, zeros, zeros, xo, yo, ones, -yi * xo, -yi * yo], axis=-1)

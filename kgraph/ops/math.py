@@ -12,14 +12,14 @@ from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.ops.operations import op
 
 __all__ = [
-    "abs", "absolute", "add", "all", "any", "arange", "argmax", "argmin", "cast", "ceil", "clip",
+    "abs", "absolute", "add", "all", "any", "argmax", "argmin", "cast", "ceil", "clip",
     "convert_to_numpy", "convert_to_tensor", "cos", "divide", "einsum", "equal", "erf",
-    "exp", "expm1", "eye", "floor", "floor_divide", "full", "full_like", "greater", "greater_equal", "isfinite",
+    "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "isfinite",
     "isnan", "less", "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or",
     "matmul", "maximum", "minimum", "mod", "multiply", "negative",
-    "not_equal", "ones", "ones_like", "power", "reciprocal", "round", "rsqrt", "sign",
+    "not_equal", "power", "reciprocal", "round", "rsqrt", "sign",
     "sin", "sqrt", "square", "stop_gradient", "subtract", "tanh", "true_divide",
-    "where", "zeros", "zeros_like",
+    "where",
 ]
 
 
@@ -556,56 +556,3 @@ def all(x, axis=None, keepdims=False):
 def any(x, axis=None, keepdims=False):
     """Whether any element along ``axis`` is true."""
     return np.any(x, axis=axis, keepdims=keepdims)
-
-
-# ------------------------------------------------------------------ creation
-
-@op
-def zeros(shape, dtype=None):
-    """Array of zeros (dtype defaults to floatx)."""
-    return np.zeros(shape, dtype=backend.standardize_dtype(dtype))
-
-
-@op
-def ones(shape, dtype=None):
-    """Array of ones (dtype defaults to floatx)."""
-    return np.ones(shape, dtype=backend.standardize_dtype(dtype))
-
-
-@op
-def full(shape, fill_value, dtype=None):
-    """Array filled with ``fill_value`` (dtype defaults to floatx)."""
-    return np.full(shape, _value(fill_value), dtype=backend.standardize_dtype(dtype))
-
-
-@op
-def zeros_like(x, dtype=None):
-    """Zeros with the shape (and by default the dtype) of ``x``."""
-    return np.zeros_like(_value(x), dtype=dtype)
-
-
-@op
-def ones_like(x, dtype=None):
-    """Ones with the shape (and by default the dtype) of ``x``."""
-    return np.ones_like(_value(x), dtype=dtype)
-
-
-@op
-def full_like(x, fill_value, dtype=None):
-    """``fill_value`` with the shape (and by default the dtype) of ``x``."""
-    return np.full_like(_value(x), _value(fill_value), dtype=dtype)
-
-
-@op
-def eye(N, M=None, k=0, dtype=None):
-    """2-D array with ones on the ``k``-th diagonal (dtype defaults to floatx)."""
-    return np.eye(N, M, k, dtype=backend.standardize_dtype(dtype))
-
-
-@op
-def arange(start, stop=None, step=1, dtype=None):
-    """Evenly spaced values in ``[start, stop)``; floats default to floatx, ints to int32."""
-    out = np.arange(start, stop, step) if stop is not None else np.arange(start, step=step)
-    if dtype is not None:
-        return out.astype(backend.standardize_dtype(dtype))
-    return out.astype(backend.floatx() if out.dtype.kind == "f" else np.int32)

@@ -12,7 +12,7 @@ _NOT_NUMPY = {
     "rsqrt", "scatter", "scatter_update", "shape", "slice", "slice_update", "stop_gradient", "top_k", "unstack",
 }
 _FAMILIES = {
-    "numpy": ("math", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index", "complex"),
+    "numpy": ("math", "creation", "shape", "reductions", "numpy_math", "numpy_reductions", "numpy_shape", "numpy_index", "complex"),
     "nn": ("nn", "nn_activations", "nn_losses", "nn_attention", "nn_windows", "conv", "conv_pool", "pooling", "normalization", "patches", "ctc"),
     "linalg": ("linalg",),
     "image": ("image", "patches", "image_filters"),

@@ -9,6 +9,7 @@ import numpy as np
 
 from kgraph import backend
 from kgraph.backend.autodiff import primitive
+from kgraph.ops import creation as _creation
 from kgraph.ops import math as _math
 from kgraph.ops import numpy_shape as _numpy_shape
 from kgraph.ops import reductions as _reductions
@@ -116,7 +117,7 @@ def cross(x1, x2, axisa=-1, axisb=-1, axisc=-1, axis=None):
     z = a0 * b1 - a1 * b0
     if a2 is None and b2 is None:
         return z
-    zero = _math.zeros_like(z)
+    zero = _creation.zeros_like(z)
     a2 = zero if a2 is None else a2
     b2 = zero if b2 is None else b2
     out = _stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z], axis=-1)

@@ -3,6 +3,7 @@ import numpy as np
 
 from kgraph import backend
 from kgraph.backend.autodiff import primitive
+from kgraph.ops import creation as _creation
 from kgraph.ops import math as _math
 from kgraph.ops import reductions as _reductions
 from kgraph.ops.math import _no_gradient
@@ -142,7 +143,7 @@ def average(x, axis=None, weights=None):
         shape = [1] * len(_shape(x))
         shape[axis] = -1
         weights = _reshape(weights, shape)
-    return _reductions.sum(x * weights, axis=axis) / _reductions.sum(weights * _math.ones_like(x), axis=axis)
+    return _reductions.sum(x * weights, axis=axis) / _reductions.sum(weights * _creation.ones_like(x), axis=axis)
 
 
 @op

@@ -5,6 +5,7 @@ import numpy as np
 
 from kgraph import backend
 from kgraph.backend.autodiff import _value, primitive
+from kgraph.ops import creation as _creation
 from kgraph.ops import math as _math
 from kgraph.ops import reductions as _reductions
 from kgraph.ops.numpy_math import dtype_of, floating
@@ -259,7 +260,7 @@ def empty(shape, dtype=None):
 @op
 def empty_like(x, dtype=None):
     """An array of ``x``'s shape (filled with zeros)."""
-    return _math.zeros_like(x, dtype=dtype)
+    return _creation.zeros_like(x, dtype=dtype)
 
 
 @op
