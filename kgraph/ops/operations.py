@@ -81,7 +81,17 @@ def _product(shape):
 
 
 # Ops whose output spec is shape arithmetic rather than a run on placeholder arrays.
-_SHAPE_RULES = {"reshape": _reshape_rule}
+def _split_leading_rule(name, x, like, count=2):
+    """split_leading_axes's output spec: ``like``'s leading axes, then ``x``'s after its first."""
+    from kgraph.graph.keras_tensor import KerasTensor
+    lead = tuple(like.shape[:count])
+    known = None if None in lead else _product(lead)
+    if known is not None and x.shape[0] is not None and known != x.shape[0]:
+        raise ValueError(f"Cannot split the first axis of {x.shape} into {lead} in '{name}'.")
+    return KerasTensor(lead + tuple(x.shape[1:]), dtype=x.dtype, name=name)
+
+
+_SHAPE_RULES = {"reshape": _reshape_rule, "split_leading_axes": _split_leading_rule}
 
 
 def op_class(op_name, fn=None):

@@ -43,6 +43,22 @@ def reshape(x, newshape):
 
 
 @op
+@primitive(num_inputs=2)
+def split_leading_axes(x, like, count=2):
+    """``x`` with its first axis split into the first ``count`` axes of ``like`` (no gradient flows to ``like``).
+
+    Not a Keras op: the inverse of merging leading axes (``reshape(y, (-1,) + rest)``) where those axes' sizes
+    are unknown until run time, as in TimeDistributed over a sequence of any length.
+    """
+    x = np.asarray(x)
+    lead = np.shape(like)[:count]
+    if int(np.prod(lead)) != x.shape[0]:
+        raise ValueError(f"Cannot split the first axis of x (size {x.shape[0]}) into {tuple(lead)}. "
+                         f"Received: x.shape={x.shape}, like.shape={np.shape(like)}")
+    return x.reshape(tuple(lead) + x.shape[1:]), lambda g: (g.reshape(x.shape), None)
+
+
+@op
 @primitive
 def ravel(x):
     """Flatten ``x`` to one dimension."""

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnxruntime
 import pytest
 
 import kgraph
@@ -106,6 +107,18 @@ def test_rnn_with_cells_and_time_distributed_export_by_tracing():
     distributed = kgraph.Model(inp, layers.TimeDistributed(layers.Dense(2))(inp))
     proto = assert_parity(distributed)
     assert [node.op_type for node in proto.graph.node] == ["Reshape", "Gemm", "Reshape"]
+
+
+def test_time_distributed_over_a_time_axis_of_any_length_exports():
+    inp = kgraph.Input((None, 4), name="seq")
+    model = kgraph.Model(inp, layers.TimeDistributed(layers.Dense(2))(inp))
+    proto = assert_parity(model)
+    assert "Shape" in [node.op_type for node in proto.graph.node]  # the time axis is read when it runs
+    for steps in (1, 7):
+        x = np.random.default_rng(steps).standard_normal((3, steps, 4)).astype("float32")
+        session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        got = session.run(None, {session.get_inputs()[0].name: x})[0]
+        np.testing.assert_allclose(got, model.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
 
 
 def test_what_a_stateless_graph_cannot_carry_is_a_clear_error():

@@ -24,14 +24,6 @@ SAVE_OWN_VARIABLES = ("Layer has no default save_own_variables()/load_own_variab
                       "AttributeError: 'super' object has no attribute 'save_own_variables', and the load hook "
                       "then finds no '0' in the store (KeyError); next, the Sequential restored from "
                       "custom_build_model.keras has `built == False` (Keras: True)")
-STACKED_CELL_STATES = ("RNN with a list of cells (StackedRNNCells) passes each cell its single state as a bare "
-                       "array, not the one-element list Keras passes: the RNN docs' MinimalRNNCell reads "
-                       "`prev_output = states[0]`, which is then the first batch row, so stacked custom cells "
-                       "compute wrong values for batch > 1 (predictions off by 7e-4 here, by far more with larger "
-                       "weights); single cells and built-in cells are right")
-TIME_DISTRIBUTED_EXPORT = ("TimeDistributed over a dynamic time axis does not export: its call cannot be traced on "
-                           "symbolic tensors: TypeError: int() argument must be a string, a bytes-like object or a "
-                           "real number, not 'NoneType' (a reshape with the unknown length as int)")
 DENSE_CONFIG = ("Dense.get_config() differs from Keras 3.15's: `dtype` is a string (Keras: the DTypePolicy dict "
                 "{module, class_name, config: {name}, registered_name}), initializers lack `module` and "
                 "`registered_name`, GlorotUniform's config lacks `input_axes`/`output_axes`, and "
@@ -100,8 +92,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_customizing_saving", "runs"): SAVE_OWN_VARIABLES,
     ("p_customizing_saving", "matches"): _blocked(SAVE_OWN_VARIABLES),
     ("p_customizing_saving", "exports"): _blocked(SAVE_OWN_VARIABLES),
-    ("p_rnn_custom_cells", "matches"): STACKED_CELL_STATES,
-    ("p_rnn_custom_cells", "exports"): TIME_DISTRIBUTED_EXPORT,
     ("p_serialization_saving", "matches"): DENSE_CONFIG,
     ("p_serialization_saving", "exports"): CUSTOM_ACTIVATION_EXPORT,
     ("p_functional_multi_io", "exports"): VERIFY_EMBEDDING_INPUTS,

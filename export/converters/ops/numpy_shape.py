@@ -31,6 +31,17 @@ def convert_reshape(ctx: ConversionContext) -> ConverterResult:
     return reshape(ctx, _x(ctx), ctx.output_shape())
 
 
+@op_converter("split_leading_axes", opset=13)
+def convert_split_leading_axes(ctx: ConversionContext) -> ConverterResult:
+    """Reshape to ``like``'s leading sizes (read at run time with Shape) followed by ``x``'s other sizes."""
+    count = int(ctx.arguments["count"])
+    lead = ctx.op("Slice", [ctx.op("Shape", [operand(ctx, ctx.arguments["like"])]),
+                            ctx.const(int64([0]), name="start"), ctx.const(int64([count]), name="stop")])
+    rest = ctx.op("Slice", [ctx.op("Shape", [_x(ctx)]), ctx.const(int64([1]), name="start"),
+                            ctx.const(int64([INT64_MAX]), name="stop")])
+    return ctx.op("Reshape", [_x(ctx), ctx.op("Concat", [lead, rest], axis=0)])
+
+
 @op_converter("ravel", opset=13)
 def convert_ravel(ctx: ConversionContext) -> ConverterResult:
     """Reshape to one dimension."""

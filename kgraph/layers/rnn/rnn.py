@@ -6,6 +6,7 @@ from kgraph.layers.core.wrapper import Wrapper
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
 from kgraph.layers.rnn.rnn_cells import StackedRNNCells, _flat_sizes
+from kgraph.ops.shape import split_leading_axes
 
 
 def _pack_states(state_size, flat):
@@ -216,4 +217,7 @@ class TimeDistributed(Wrapper):
         if self.layer._call_accepts_mask and mask is not None:
             kwargs["mask"] = ops.reshape(mask, (-1,) + tuple(np.shape(mask)[2:]))
         outputs = self.layer(merged, **kwargs)
-        return ops.reshape(outputs, (-1 if batch is None else batch, timesteps) + tuple(outputs.shape[1:]))
+        if timesteps is None and batch is None:  # both known only when it runs
+            return split_leading_axes(outputs, inputs)
+        return ops.reshape(outputs, (-1 if batch is None else batch, -1 if timesteps is None else timesteps)
+                           + tuple(outputs.shape[1:]))

@@ -237,9 +237,15 @@ class StackedRNNCells(Layer):
                 cell.reset_dropout_mask()
 
     def call(self, inputs, states, training=False):
+        # As Keras: each cell gets its states as a list (a bare state array becomes a one-element list) and
+        # gives back the structure it was handed.
         new_states = []
         for cell, cell_states in zip(self.cells, states):
+            was_list = isinstance(cell_states, (list, tuple))
+            cell_states = list(cell_states) if was_list else [cell_states]
             inputs, cell_new = cell(inputs, cell_states, training=training)
+            if not was_list and isinstance(cell_new, (list, tuple)) and len(cell_new) == 1:
+                cell_new = cell_new[0]
             new_states.append(cell_new)
         return inputs, new_states
 

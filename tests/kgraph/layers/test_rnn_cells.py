@@ -166,3 +166,31 @@ def test_conv_lstm_model_saves_and_exports(tmp_path):
     np.testing.assert_array_equal(kgraph.load_model(tmp_path / "m.pkl").predict(x, verbose=0),
                                   model.predict(x, verbose=0))
     assert_parity(model, rtol=1e-4, atol=1e-5)
+
+
+class ListStateCell(layers.Layer):
+    """A user cell that reads its state as Keras passes it: a list (``states[0]``)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="ones", name="kernel")
+
+    def call(self, inputs, states):
+        assert isinstance(states, (list, tuple)), f"a cell's states must come as a list, got {type(states)}"
+        output = ops.matmul(inputs, self.kernel) + 0.5 * states[0]
+        return output, [output]
+
+
+def test_stacked_cells_receive_their_states_as_lists_as_keras_passes_them():
+    x = _data(batch=4)
+    stacked = layers.RNN([ListStateCell(3), ListStateCell(2)])
+    out = np.asarray(stacked(x))
+    h1, h2 = np.zeros((4, 3), "float32"), np.zeros((4, 2), "float32")
+    for t in range(x.shape[1]):
+        h1 = x[:, t] @ np.ones((4, 3), "float32") + 0.5 * h1
+        h2 = h1 @ np.ones((3, 2), "float32") + 0.5 * h2
+    np.testing.assert_allclose(out, h2, rtol=RTOL, atol=ATOL)
