@@ -17,6 +17,7 @@ from export import (
 )
 from export.builder import NATIVE, GraphBuilder, Value
 from export.context import ConversionContext
+from export.converters.activations import has_emitter
 from export.masks import MaskTracker
 from export.opsets import ir_version_for, max_ir_version, resolve_opset
 from export.registry import ExportError, has_converter, lookup, lookup_op
@@ -136,7 +137,7 @@ class _Walk:
             self._convert(layer, node, values, scope, lookup_op(layer, self.builder.opset))
         elif isinstance(layer, (kgraph.models.Functional, kgraph.Sequential)):
             self._nested(layer, node, values, scope)
-        elif has_converter(type(layer)):
+        elif has_converter(type(layer)) and _activation_emits(layer):
             self._convert(layer, node, values, scope, lookup(layer, self.builder.opset), hints=hints)
         elif _fused(layer) is not None and len(node.call_args) == 1 and node.call_kwargs.get("initial_state") is None:
             fused = _fused(layer)
@@ -224,6 +225,14 @@ class _Walk:
                 values[id(outer)] = inner[id(t)]
         for sub in layer._flatten_layers():
             sub._losses.clear()  # symbolic add_loss terms of the trace
+
+
+def _activation_emits(layer):
+    """False for a layer whose activation is a user's function with no emitter: its ``call`` is traced instead
+    of converted, so the function's own ops are exported."""
+    activation = getattr(layer, "activation", None)
+    return activation is None or isinstance(activation, str) or has_emitter(activation) or \
+        not callable(activation)
 
 
 def _fused(layer):

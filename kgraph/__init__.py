@@ -9,6 +9,7 @@ from kgraph import (  # noqa: I001 (the engine first: the layers build on it)
     callbacks,
     config,
     constraints,
+    dtype_policies,
     initializers,
     layers,
     losses,
@@ -24,6 +25,7 @@ from kgraph import (  # noqa: I001 (the engine first: the layers build on it)
 )
 from kgraph.backend.autodiff import GradientTape, value_and_grad
 from kgraph.backend.variable import Variable
+from kgraph.dtype_policies import DTypePolicy, FloatDTypePolicy
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.graph.operation import Operation
 from kgraph.initializers import Initializer
@@ -44,9 +46,9 @@ def version() -> str:
     return __version__
 
 
-__all__ = ["GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor", "Layer", "Loss", "Metric", "Model",
+__all__ = ["DTypePolicy", "FloatDTypePolicy", "GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor", "Layer", "Loss", "Metric", "Model",
            "Operation", "Optimizer", "Regularizer", "Sequential", "Variable", "__version__", "activations",
-           "backend", "callbacks", "config", "constraints", "initializers", "layers", "load_model", "losses",
+           "backend", "callbacks", "config", "constraints", "dtype_policies", "initializers", "layers", "load_model", "losses",
            "metrics", "models", "ops", "optimizers", "random", "regularizers", "saving", "tree", "utils",
            "value_and_grad", "version"]
 

@@ -1,5 +1,6 @@
 """``keras.config``: the float type, epsilon, image data format, backend name and safe mode."""
 from kgraph.backend import epsilon, floatx, set_epsilon, set_floatx  # noqa: F401
+from kgraph.dtype_policies import dtype_policy, set_dtype_policy  # noqa: F401
 from kgraph.layers.core.lambda_layer import SafeModeScope, enable_unsafe_deserialization  # noqa: F401
 
 

@@ -21,7 +21,10 @@ class Initializer:
         return cls(**config)
 
 
-def _fans(shape):
+def _fans(shape, input_axes=None, output_axes=None):
+    """(fan_in, fan_out) of a weight shape, as Keras counts them (the products over the given axes, if both)."""
+    if input_axes is not None and output_axes is not None:
+        return int(np.prod([shape[a] for a in input_axes])), int(np.prod([shape[a] for a in output_axes]))
     if len(shape) == 0:
         return 1, 1
     if len(shape) == 1:
@@ -90,7 +93,10 @@ class TruncatedNormal(RandomNormal):
 
 
 class VarianceScaling(RandomNormal):
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None, input_axes=None,
+                 output_axes=None):
+        self.input_axes = None if input_axes is None else [int(a) for a in input_axes]
+        self.output_axes = None if output_axes is None else [int(a) for a in output_axes]
         if mode not in ("fan_in", "fan_out", "fan_avg"):
             raise ValueError(f"Invalid `mode` argument: {mode!r}. Expected 'fan_in', 'fan_out' or 'fan_avg'.")
         if distribution not in ("truncated_normal", "untruncated_normal", "uniform"):
@@ -98,7 +104,7 @@ class VarianceScaling(RandomNormal):
         self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
 
     def __call__(self, shape, dtype=None):
-        fan_in, fan_out = _fans(tuple(shape))
+        fan_in, fan_out = _fans(tuple(shape), self.input_axes, self.output_axes)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         scale = self.scale / max(1.0, n)
         if self.distribution == "uniform":
@@ -110,15 +116,16 @@ class VarianceScaling(RandomNormal):
         return TruncatedNormal(0.0, math.sqrt(scale) / 0.87962566103423978, self.seed)(shape, dtype)
 
     def get_config(self):
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed}
+        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed,
+                "input_axes": self.input_axes, "output_axes": self.output_axes}
 
 
 def _scaling(name, scale, mode, distribution):
-    def __init__(self, seed=None):
-        VarianceScaling.__init__(self, scale, mode, distribution, seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        VarianceScaling.__init__(self, scale, mode, distribution, seed, input_axes, output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return {"seed": self.seed, "input_axes": self.input_axes, "output_axes": self.output_axes}
     return type(name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config,
                                            "__doc__": f"VarianceScaling({scale}, {mode!r}, {distribution!r})."})
 
@@ -183,13 +190,25 @@ def get(identifier):
         return cls()
     if isinstance(identifier, dict):
         cls = _ALL.get(identifier.get("class_name")) or _ALIASES.get(identifier.get("class_name"))
-        if cls is None:
+        if cls is None:  # a user's initializer: by its registered name, then its class name
+            from kgraph.saving.registration import get_registered_object
+            cls = get_registered_object(identifier.get("registered_name") or "", None) or \
+                get_registered_object(str(identifier.get("class_name")), None)
+        if not isinstance(cls, type) or not issubclass(cls, Initializer):
             raise ValueError(f"Unknown initializer config: {identifier!r}")
         return cls.from_config(identifier.get("config", {}))
     raise ValueError(f"Could not interpret initializer identifier: {identifier!r}")
 
 
 def serialize(initializer):
+    """Keras's form: ``{"module": "keras.initializers", "class_name", "config", "registered_name"}``."""
     if isinstance(initializer, Initializer):
-        return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
+        from kgraph.saving.registration import get_registered_name
+        cls = type(initializer)
+        if cls.__module__.startswith("kgraph."):
+            module, registered = "keras.initializers", None
+        else:
+            module, registered = cls.__module__, get_registered_name(cls)
+        return {"module": module, "class_name": cls.__name__, "config": initializer.get_config(),
+                "registered_name": registered}
     raise ValueError(f"Cannot serialize initializer {initializer!r}: only kgraph initializers can be saved.")

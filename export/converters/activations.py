@@ -55,9 +55,16 @@ def activation_name(activation: str | Callable[..., Any] | None) -> str:
         return activation
     from kgraph import activations
     try:
-        return activations.serialize(activation)
+        name = activations.serialize(activation)
     except ValueError:
-        return getattr(activation, "__name__", repr(activation))
+        name = None
+    # A user's registered function serializes to a dict: its emitter (if any) is registered under its __name__.
+    return name if isinstance(name, str) else getattr(activation, "__name__", repr(activation))
+
+
+def has_emitter(activation: str | Callable[..., Any] | None) -> bool:
+    """Whether ``activation`` has an ONNX emitter at some opset (else a layer using it exports by tracing)."""
+    return activation_name(activation) in _EMITTERS
 
 
 def supported_activations() -> list[str]:

@@ -1,9 +1,10 @@
 """Layer: the unit of computation, called eagerly on arrays or symbolically on KerasTensors."""
+import contextvars
 import inspect
 
 import numpy as np
 
-from kgraph import backend, tree
+from kgraph import backend, dtype_policies, tree
 from kgraph.backend import autodiff as _autodiff
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
@@ -15,6 +16,8 @@ from kgraph.utils import naming
 
 _REGISTRY = {}
 _call_depth = [0]
+# Set while a model file is rebuilt: it counts each weight against what the file holds before it is allocated.
+weight_budget = contextvars.ContextVar("weight_budget", default=None)
 
 
 def get_registered_layer(class_name):
@@ -76,7 +79,7 @@ class Layer(Operation):
         object.__setattr__(self, "_layers", [])
         self.name = name or naming.uniquify(naming.to_snake_case(type(self).__name__))
         self._trainable = bool(trainable)
-        self.dtype = backend.standardize_dtype(dtype)
+        self.dtype = dtype_policies.layer_dtype(dtype)  # a name, a NumPy dtype, a DTypePolicy or its dict
         self.activity_regularizer = regularizers.get(activity_regularizer)
         # autocast=False: floating inputs keep their dtype instead of being cast to the layer's (Keras's rule).
         self.autocast = bool(autocast)
@@ -97,8 +100,15 @@ class Layer(Operation):
             batch_input_shape = (batch_size,) + tuple(input_shape)
         self._batch_input_shape = tuple(batch_input_shape) if batch_input_shape is not None else None
 
+    _lists_activity_regularizer = False  # True where Keras's get_config always writes the key
+
     # ----- tracking -------------------------------------------------------
     def __setattr__(self, name, value):
+        if isinstance(value, Variable) and "_trainable_variables" in self.__dict__:
+            # As Keras's tracker: a Variable set as an attribute becomes one of the layer's own weights.
+            own = self._trainable_variables if value.trainable else self._non_trainable_variables
+            if not any(value is v for v in self._trainable_variables + self._non_trainable_variables):
+                own.append(value)
         if name[0] != "_" and (isinstance(value, Layer) or (type(value) in (list, tuple) and value)):
             for item in (value if isinstance(value, (list, tuple)) else [value]):
                 if isinstance(item, Layer) and item is not self and not any(item is l for l in self._layers):
@@ -119,6 +129,14 @@ class Layer(Operation):
         return out
 
     @property
+    def dtype_policy(self):
+        return dtype_policies.DTypePolicy(self.dtype)
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self.dtype = dtype_policies.layer_dtype(value)
+
+    @property
     def compute_dtype(self):
         return self.dtype
 
@@ -133,6 +151,8 @@ class Layer(Operation):
         from kgraph import constraints, initializers, regularizers
         shape = tuple(int(d) for d in (shape or ()))
         dtype = backend.standardize_dtype(dtype or self.dtype)
+        if weight_budget.get() is not None:
+            weight_budget.get().reserve(shape, dtype, self.name)
         if initializer is None:
             initializer = "glorot_uniform" if np.issubdtype(np.dtype(dtype), np.floating) else "zeros"
         value = initializers.get(initializer)(shape, dtype=dtype)
@@ -143,6 +163,17 @@ class Layer(Operation):
         if regularizer is not None:
             self._regularized.append((variable, regularizers.get(regularizer)))
         return variable
+
+    # ----- saving hooks (Keras's defaults; a subclass may override them and call these) ----------------
+    def save_own_variables(self, store):
+        """Store this layer's own variables (not its sub-layers') under ``"0"``, ``"1"``, ... in weight order."""
+        for i, variable in enumerate(self._trainable_variables + self._non_trainable_variables):
+            store[str(i)] = variable.numpy()
+
+    def load_own_variables(self, store):
+        """Assign this layer's own variables from ``store`` as ``save_own_variables`` wrote it."""
+        own = self._trainable_variables + self._non_trainable_variables
+        _assign_own(self, own, store)
 
     @property
     def trainable(self):
@@ -419,10 +450,11 @@ class Layer(Operation):
 
     # ----- serialization ----------------------------------------------------
     def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
-        if self.activity_regularizer is not None:
+        config = {"name": self.name, "trainable": self.trainable, "dtype": dtype_policies.serialize(self.dtype)}
+        if self.activity_regularizer is not None or type(self)._lists_activity_regularizer:
             from kgraph import regularizers
-            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer) \
+                if self.activity_regularizer is not None else None
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
         return config
@@ -474,3 +506,19 @@ def _unique(items):
             seen.add(id(item))
             out.append(item)
     return out
+
+
+def _assign_own(layer, variables, store, exact=True):
+    """Assign ``variables`` from ``store["0"]``, ``store["1"]``, ... checking keys (and with ``exact``, that
+    there are no others) and shapes first."""
+    keys = [str(i) for i in range(len(variables))]
+    if (exact and len(store.keys()) != len(variables)) or any(k not in store for k in keys):
+        raise ValueError(f"Layer '{layer.name}' expected {len(variables)} variables under keys {keys}, but the "
+                         f"saved store holds {sorted(store.keys())}.")
+    for key, variable in zip(keys, variables):
+        value = np.asarray(store[key])
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(f"Layer '{layer.name}': saved variable {key} has shape {tuple(value.shape)}, but "
+                             f"'{variable.path}' has shape {tuple(variable.shape)}.")
+    for key, variable in zip(keys, variables):
+        variable.assign(np.asarray(store[key]))

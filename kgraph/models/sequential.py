@@ -51,6 +51,7 @@ class Sequential(Model):
             self._stack.insert(0, self._input_tensor._keras_history.layer)
         if self._last_output is not None:
             self._last_output = self._call_layer(layer, self._last_output)
+            self.built = True  # as Keras: a stack with a known input shape is built as it grows
 
     def _call_layer(self, layer, tensor):
         out = layer(tensor)

@@ -295,3 +295,15 @@ def test_softmax_with_a_constant_mask_inside_a_traced_layer_keeps_the_mask():
 
     inp = kgraph.Input((3,), name="x")
     assert_parity(kgraph.Model(inp, Masked()(inp)))
+
+
+@kgraph.saving.register_keras_serializable(package="traced_export")
+def scaled_tanh(x):
+    return 1.7159 * ops.tanh(2.0 * x / 3.0)
+
+
+def test_a_layer_with_a_registered_custom_activation_exports_by_tracing_its_call():
+    inp = kgraph.Input((4,), name="x")
+    model = kgraph.Model(inp, layers.Dense(3, activation=scaled_tanh)(inp))
+    proto = assert_parity(model)
+    assert "Tanh" in [node.op_type for node in proto.graph.node]

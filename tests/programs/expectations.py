@@ -19,19 +19,6 @@ TORCH_DATALOADER = ("fit() does not take a torch.utils.data.DataLoader (an itera
                     "iterator), as the guides intro_to_keras_for_engineers.py and custom_train_step_in_torch.py pass "
                     "one: it is read as array data: TypeError: `x` must be numeric arrays. Received a value that "
                     "NumPy reads as dtype=object.")
-SAVE_OWN_VARIABLES = ("Layer has no default save_own_variables()/load_own_variables() (Keras stores a layer's "
-                      "weights under '0', '1', ...): the guide's `super().save_own_variables(store)` raises "
-                      "AttributeError: 'super' object has no attribute 'save_own_variables', and the load hook "
-                      "then finds no '0' in the store (KeyError); next, the Sequential restored from "
-                      "custom_build_model.keras has `built == False` (Keras: True)")
-DENSE_CONFIG = ("Dense.get_config() differs from Keras 3.15's: `dtype` is a string (Keras: the DTypePolicy dict "
-                "{module, class_name, config: {name}, registered_name}), initializers lack `module` and "
-                "`registered_name`, GlorotUniform's config lacks `input_axes`/`output_axes`, and "
-                "`quantization_config` is missing")
-CUSTOM_ACTIVATION_EXPORT = ("a Dense whose activation is a registered custom function "
-                            "(@register_keras_serializable) does not export: export/converters/activations.py "
-                            "looks the activation up by its serialized dict: TypeError: unhashable type: 'dict' "
-                            "(it could trace the function, which is written with ops)")
 VERIFY_EMBEDDING_INPUTS = ("`python -m export --verify` feeds random float32 values, negative ones included, to a "
                            "float Input that feeds an Embedding (keras.Input(shape=(None,)) as the guide and the "
                            "example write it), and native predict rejects them: ValueError: Layer 'embedding' "
@@ -89,11 +76,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_intro_engineers_custom", "runs"): TORCH_DATALOADER,
     ("p_intro_engineers_custom", "matches"): _blocked(TORCH_DATALOADER),
     ("p_intro_engineers_custom", "exports"): _blocked(TORCH_DATALOADER),
-    ("p_customizing_saving", "runs"): SAVE_OWN_VARIABLES,
-    ("p_customizing_saving", "matches"): _blocked(SAVE_OWN_VARIABLES),
-    ("p_customizing_saving", "exports"): _blocked(SAVE_OWN_VARIABLES),
-    ("p_serialization_saving", "matches"): DENSE_CONFIG,
-    ("p_serialization_saving", "exports"): CUSTOM_ACTIVATION_EXPORT,
     ("p_functional_multi_io", "exports"): VERIFY_EMBEDDING_INPUTS,
     ("p_text_classification_transformer", "exports"): VERIFY_EMBEDDING_INPUTS,
     ("p_text_vectorization_end_to_end", "exports"): VERIFY_SHORT_LENGTHS,

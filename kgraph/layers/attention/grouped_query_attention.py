@@ -25,6 +25,7 @@ class GroupQueryAttention(Layer):
     for Keras compatibility: the values do not depend on it. As in Keras,
     ``activity_regularizer`` penalizes each projection and the layer's outputs.
     """
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     _masking = True  # the output keeps the query's mask
 

@@ -48,6 +48,7 @@ class MultiHeadAttention(Layer):
     query, key and value heads and the output), each divided by the batch
     size; ``flash_attention`` does not change the values.
     """
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     _masking = True  # the output keeps the query's mask
 

@@ -39,6 +39,7 @@ def conv_output_shape(layer, input_shape, kernel_size, strides, padding, dilatio
 
 class BaseConv(Layer):
     """Shared arguments, weights and shape logic of the ``rank``-D convolutions."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     rank = None
     paddings = ("valid", "same")

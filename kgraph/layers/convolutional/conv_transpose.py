@@ -11,6 +11,7 @@ from kgraph.ops.kernels.windows import normalize_tuple, transpose_crop
 
 class BaseConvTranspose(Layer):
     """Transposed convolution over ``rank`` spatial axes; kernel ``(*kernel_size, filters, in_channels)``."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     rank = None
 

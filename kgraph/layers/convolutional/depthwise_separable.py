@@ -86,6 +86,7 @@ class BaseDepthwise(Layer):
 
 class BaseDepthwiseConv(BaseDepthwise):
     """Convolves each input channel with its own ``depth_multiplier`` filters; kernel ``window + (in, multiplier)``."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     def __init__(self, kernel_size, strides, padding, depth_multiplier, data_format, dilation_rate, activation,
                  use_bias, depthwise_initializer, bias_initializer, depthwise_regularizer, bias_regularizer,
@@ -111,6 +112,7 @@ class BaseDepthwiseConv(BaseDepthwise):
 
 class BaseSeparableConv(BaseDepthwise):
     """A depthwise convolution then a pointwise (size 1) convolution to ``filters`` channels."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     def __init__(self, filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
                  activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,

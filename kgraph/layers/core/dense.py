@@ -4,7 +4,7 @@ import numpy as np
 from kgraph import activations, constraints, initializers, ops, regularizers
 from kgraph.layers.arguments import reject_unsupported
 from kgraph.layers.input_spec import InputSpec
-from kgraph.layers.layer import Layer
+from kgraph.layers.layer import Layer, _assign_own
 
 
 class Dense(Layer):
@@ -52,6 +52,19 @@ class Dense(Layer):
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)
 
+    def save_own_variables(self, store):
+        """As Keras's Dense: the kernel under ``"0"`` and the bias (if any) under ``"1"``, nothing else."""
+        if self.built:
+            for i, variable in enumerate(self._serialized_variables()):
+                store[str(i)] = variable.numpy()
+
+    def load_own_variables(self, store):
+        if self.built:
+            _assign_own(self, self._serialized_variables(), store, exact=False)
+
+    def _serialized_variables(self):
+        return [self.kernel] + ([self.bias] if self.bias is not None else [])
+
     def get_config(self):
         config = super().get_config()
         config.update({
@@ -62,5 +75,6 @@ class Dense(Layer):
             "bias_regularizer": regularizers.serialize(self.bias_regularizer) if self.bias_regularizer else None,
             "kernel_constraint": constraints.serialize(self.kernel_constraint),
             "bias_constraint": constraints.serialize(self.bias_constraint),
+            "quantization_config": None,  # quantized layers are refused at construction
         })
         return config

@@ -94,6 +94,7 @@ class EinsumDense(Layer):
 
     ``bias_axes`` names the output letters the bias varies along (e.g. ``"de"``).
     """
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     def __init__(self, equation, output_shape, activation=None, bias_axes=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
@@ -162,5 +163,6 @@ class EinsumDense(Layer):
             "bias_regularizer": serialize_regularizer(self.bias_regularizer),
             "kernel_constraint": constraints.serialize(self.kernel_constraint),
             "bias_constraint": constraints.serialize(self.bias_constraint),
+            "quantization_config": None,  # quantized layers are refused at construction
         })
         return config

@@ -27,6 +27,7 @@ def _dtype_name(layer_name, dtype):
 
 class Embedding(Layer):
     """Looks up ``embeddings[indices]``; indices may be integers or integral floats in ``[0, input_dim)``."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", embeddings_regularizer=None,
                  embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, lora_alpha=None,
@@ -96,6 +97,7 @@ class Embedding(Layer):
             "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
             "embeddings_constraint": constraints.serialize(self.embeddings_constraint),
             "mask_zero": self.mask_zero,
+            "quantization_config": None,  # quantized layers are refused at construction
         })
         return config
 

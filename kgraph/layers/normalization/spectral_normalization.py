@@ -45,9 +45,8 @@ class SpectralNormalization(Wrapper):
         kernel = getattr(self.layer, "embeddings", None) if kernel is None else kernel
         if kernel is None:
             raise ValueError(f"{type(self.layer).__name__} object has no attribute 'kernel' nor 'embeddings'")
+        # Set as an attribute, the wrapped kernel becomes the wrapper's own weight too, first, as Keras tracks it.
         self.kernel = kernel
-        # Keras tracks the wrapped kernel as the wrapper's own weight, which puts it first.
-        self._trainable_variables.append(kernel)
         self.vector_u = self.add_weight(shape=(1, kernel.shape[-1]),
                                         initializer=initializers.TruncatedNormal(stddev=0.02), trainable=False,
                                         name="vector_u", dtype=kernel.dtype)

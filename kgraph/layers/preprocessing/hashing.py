@@ -49,7 +49,7 @@ def fingerprint64(data):
         import farmhash
     except ImportError as err:
         raise ImportError("Hashing strings without a `salt` uses FarmHash's Fingerprint64, as Keras does, which "
-                          'needs the optional package pyfarmhash: `pip install "kgraph[hashing]"`. A layer '
+                          'needs the optional package pyfarmhash: `pip install "kgraph-engine[hashing]"`. A layer '
                           "given a `salt` (keyed SipHash) needs nothing more.") from err
     return farmhash.fingerprint64(data)
 

@@ -86,6 +86,7 @@ class ConvLSTMCell(_Cell):
 
 class ConvLSTM(RNN):
     """Keras's ConvLSTM over ``(batch, time, *spatial, channels)``; subclasses fix ``rank``."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     rank = None
 

@@ -8,6 +8,7 @@ from kgraph.layers.rnn.recurrent_base import RecurrentBase
 
 class SimpleRNN(RecurrentBase):
     """Fully connected RNN: ``h_t = activation(x_t @ kernel + h_{t-1} @ recurrent_kernel + bias)``."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None,)):
         return ops.simple_rnn(projection, self.recurrent_kernel, initial[0], go_backwards=self.go_backwards,
@@ -31,6 +32,7 @@ class _UnitForgetBias(initializers.Initializer):
 
 class LSTM(RecurrentBase):
     """Long short-term memory; kernel blocks in Keras's gate order i, f, c, o."""
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     _gates = 4
     _state_count = 2
@@ -69,6 +71,7 @@ class GRU(RecurrentBase):
     recurrent projection, and the reset gate multiplies the recurrent part of
     the candidate after the matmul.
     """
+    _lists_activity_regularizer = True  # Keras writes the key in its config, None included
 
     _gates = 3
 

@@ -82,7 +82,8 @@ def test_time_distributed_is_a_wrapper_with_an_unchanged_config():
     wrapped = layers.TimeDistributed(inner, name="td")
     wrapped(np.ones((2, 5, 4), "float32"))
     assert isinstance(wrapped, layers.Wrapper) and wrapped.layer is inner
-    assert wrapped.get_config() == {"name": "td", "trainable": True, "dtype": "float32",
+    policy = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
+    assert wrapped.get_config() == {"name": "td", "trainable": True, "dtype": policy,
                                     "layer": {"class_name": "Dense", "config": inner.get_config(),
                                               "build_config": {"input_shape": (None, 4)}}}
 
@@ -95,7 +96,9 @@ def test_serialize_gives_keras_dicts_and_deserialize_rebuilds_built_layers():
     data = layers.serialize(dense)
     assert data["build_config"] == {"input_shape": (2, 4)}
     assert data["config"]["kernel_initializer"] == {"module": "keras.initializers", "class_name": "GlorotUniform",
-                                                    "config": {"seed": None}, "registered_name": None}
+                                                    "config": {"seed": None, "input_axes": None,
+                                                               "output_axes": None},
+                                                    "registered_name": None}
     rebuilt = layers.deserialize(data)
     assert type(rebuilt) is layers.Dense and rebuilt.built and rebuilt.get_config() == dense.get_config()
     custom = layers.serialize(Residual(layers.Dense(2)))

@@ -80,3 +80,13 @@ def test_sequential_without_input_shape_compiles_and_learns_from_its_first_step(
     history = model.fit(x, y, epochs=3, batch_size=64, verbose=0)
     losses = history.history["loss"]
     assert losses[1] < losses[0] and losses[2] < losses[1]
+
+
+def test_a_sequential_with_a_known_input_is_built_as_it_grows_as_in_keras(tmp_path):
+    model = kgraph.Sequential([kgraph.Input((8,))])
+    assert not model.built
+    model.add(kgraph.layers.Dense(3))
+    assert model.built
+    assert not kgraph.Sequential([kgraph.layers.Dense(3)]).built
+    model.save(str(tmp_path / "m.keras"))
+    assert kgraph.models.load_model(str(tmp_path / "m.keras")).built

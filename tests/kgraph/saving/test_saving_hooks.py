@@ -160,3 +160,65 @@ def test_compile_config_hooks(tmp_path, suffix):
     assert loaded.compiled and loaded.loss_scale == 3.5 and type(loaded.optimizer).__name__ == "SGD"
     assert loaded.optimizer.iterations == 1
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), model.predict(X, verbose=0))
+
+
+class DenseWithOffset(layers.Dense):
+    """The saving guide's layer: a Dense plus a Variable of its own, saved by extending Dense's hooks."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+        self.offset = kgraph.Variable(np.arange(units, dtype="float32"), name="offset")
+
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        store["offset"] = self.offset.numpy()
+
+    def load_own_variables(self, store):
+        self.offset.assign(store["offset"])
+        super().load_own_variables(store)
+
+    def call(self, inputs):
+        return super().call(inputs) + self.offset
+
+
+def test_a_variable_set_as_an_attribute_is_a_weight_as_keras_tracks_it():
+    layer = DenseWithOffset(3)
+    layer.build((None, 2))
+    assert [v.name for v in layer.weights] == ["offset", "kernel", "bias"]
+    assert len(layer.trainable_weights) == 3
+    layer.offset = layer.offset  # set again: still one weight
+    assert len(layer.weights) == 3
+
+
+def test_default_hooks_store_own_variables_by_index_and_dense_stores_kernel_and_bias():
+    plain = layers.BatchNormalization()
+    plain.build((None, 4))
+    store = {}
+    plain.save_own_variables(store)
+    assert sorted(store) == ["0", "1", "2", "3"]
+    np.testing.assert_array_equal(store["2"], plain.moving_mean.numpy())
+    with pytest.raises(ValueError, match="expected 4 variables"):
+        plain.load_own_variables({"0": store["0"]})
+    with pytest.raises(ValueError, match="shape"):
+        plain.load_own_variables({**store, "3": np.zeros(5)})
+    store["3"] = np.full(4, 2.0, "float32")
+    plain.load_own_variables(store)
+    np.testing.assert_array_equal(plain.moving_variance.numpy(), 2.0)
+    dense = DenseWithOffset(3)
+    dense.build((None, 2))
+    store = {}
+    dense.save_own_variables(store)
+    assert sorted(store) == ["0", "1", "offset"]  # Dense's own keys: kernel and bias only
+
+
+def test_a_guide_style_hook_layer_round_trips_in_both_formats(tmp_path):
+    inp = kgraph.Input((2,))
+    model = kgraph.Model(inp, DenseWithOffset(3, name="with_offset")(inp))
+    model.layers[1].offset.assign(np.array([5.0, 6.0, 7.0], "float32"))
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype("float32")
+    for suffix in (".keras", ".pkl"):
+        path = str(tmp_path / f"m{suffix}")
+        model.save(path)
+        restored = kgraph.models.load_model(path, custom_objects={"DenseWithOffset": DenseWithOffset})
+        np.testing.assert_array_equal(restored.layers[1].offset.numpy(), [5.0, 6.0, 7.0])
+        np.testing.assert_allclose(restored.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
