@@ -19,27 +19,11 @@ TORCH_DATALOADER = ("fit() does not take a torch.utils.data.DataLoader (an itera
                     "iterator), as the guides intro_to_keras_for_engineers.py and custom_train_step_in_torch.py pass "
                     "one: it is read as array data: TypeError: `x` must be numeric arrays. Received a value that "
                     "NumPy reads as dtype=object.")
-VERIFY_EMBEDDING_INPUTS = ("`python -m export --verify` feeds random float32 values, negative ones included, to a "
-                           "float Input that feeds an Embedding (keras.Input(shape=(None,)) as the guide and the "
-                           "example write it), and native predict rejects them: ValueError: Layer 'embedding' "
-                           "received index -1, which is out of range: expected indices in [0, input_dim); verify "
-                           "should draw indices in [0, input_dim) for such inputs")
-VERIFY_SHORT_LENGTHS = ("`python -m export --verify` tries the dynamic time axis at lengths 5 and 9, shorter than "
-                        "this model accepts (two Conv1D(kernel 7, strides 3) need 25 steps): native predict raises "
-                        "ValueError: The convolution output would be empty: input spatial shape (5,) is smaller "
-                        "than the dilated kernel (7,); verify should pick lengths the model accepts")
 SUBCLASSED_FUNCTIONAL_LOAD = ("a .keras file of a Model subclass built the functional way (CustomModel(inputs, "
                               "outputs), as the custom_train_step guides do) cannot be loaded: ValueError: Layer "
                               "'custom_model' (CustomModel) at config of the .keras config uses "
                               "`name='custom_model'`, which kgraph does not support")
 
-NORMALIZATION_COUNT = ("Normalization's third weight (`count`) holds the number of adapted samples in kgraph (64 "
-                       "here) where Keras 3.15 leaves it 0 after adapt (values[adapted[i][2]]: Keras 0, kgraph 64)")
-VERIFY_CATEGORY_INPUTS = ("`python -m export --verify` feeds random integers outside [0, num_tokens) to a "
-                          "CategoryEncoding input, and the native model refuses them: ValueError: Input values of "
-                          "layer 'category_encoding' must be in the range 0 <= values < num_tokens with num_tokens=2."
-                          " Received: min=4, max=4; verify should sample each input within what its first layer "
-                          "accepts")
 
 # Not a gap of kgraph: a deliberate difference. Keras 3.15's Functional.call passes the outer `training` flag to
 # every layer, overriding an explicit `base_model(x, training=False)` recorded in the graph, so fine-tuning updates
@@ -65,8 +49,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_custom_fit_train_step", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_custom_fit_train_step", "exports"): _blocked(TORCH_TRAIN_STEP),
     ("p_transfer_learning", "matches"): EXPLICIT_TRAINING_FLAG,
-    ("p_structured_data_normalization", "matches"): NORMALIZATION_COUNT,
-    ("p_structured_data_normalization", "exports"): VERIFY_CATEGORY_INPUTS,
     ("p_vae", "runs"): TORCH_TRAIN_STEP,
     ("p_vae", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_vae", "exports"): _blocked(TORCH_TRAIN_STEP),
@@ -76,9 +58,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_intro_engineers_custom", "runs"): TORCH_DATALOADER,
     ("p_intro_engineers_custom", "matches"): _blocked(TORCH_DATALOADER),
     ("p_intro_engineers_custom", "exports"): _blocked(TORCH_DATALOADER),
-    ("p_functional_multi_io", "exports"): VERIFY_EMBEDDING_INPUTS,
-    ("p_text_classification_transformer", "exports"): VERIFY_EMBEDDING_INPUTS,
-    ("p_text_vectorization_end_to_end", "exports"): VERIFY_SHORT_LENGTHS,
     ("p_custom_fit_test_step", "exports"): SUBCLASSED_FUNCTIONAL_LOAD,
 }
 

@@ -165,7 +165,7 @@ class Normalization(Layer):
             total_mean = new_mean
         self.adapt_mean.assign(total_mean)
         self.adapt_variance.assign(total_var)
-        self.count.assign(total_count)
+        # `count` stays as it is (0): Keras 3 keeps the weight for its file layout and never assigns it in adapt.
 
     def _statistics(self):
         if self.input_mean is not None:

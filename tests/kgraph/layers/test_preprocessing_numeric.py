@@ -24,7 +24,7 @@ def test_normalization_adapt_matches_numpy_over_arrays_batches_and_generators():
     # float32 weights from float64 statistics: 1e-6 relative is float32 rounding.
     np.testing.assert_allclose(mean, x.mean(0), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(variance, x.var(0), rtol=1e-6)
-    assert count == 200
+    assert count == 0  # as Keras 3: the weight exists for its file layout, adapt never assigns it
     batched = L.Normalization()
     batched.adapt(x, batch_size=7)
     from_generator = L.Normalization()
