@@ -23,10 +23,16 @@ class SeedGenerator:
     """Keras's SeedGenerator: a generator of its own, so a layer's draws repeat when seeded."""
 
     def __init__(self, seed=None, name=None):
+        from kgraph.backend.variable import Variable
         self.name = name or "seed_generator"
         self._rng = np.random.default_rng(seed)
+        # As Keras's: a non-trainable `state` variable [seed, draws so far], listed in its layer's `variables`
+        # (not its weights). kgraph's draws come from a NumPy generator; the state counts them.
+        self.state = Variable(np.array([0 if seed is None else int(seed) % 2**32, 0], dtype="uint32"),
+                              trainable=False, name="seed_generator_state", dtype="uint32")
 
     def next(self):
+        self.state.assign(self.state.numpy() + np.array([0, 1], dtype="uint32"))
         return self._rng
 
 

@@ -196,7 +196,15 @@ class Layer(Operation):
 
     @property
     def variables(self):
-        return self.weights
+        """The weights, then the states of the SeedGenerators the layers hold (as Keras lists them)."""
+        from kgraph.random import SeedGenerator
+        out, seen = self.weights, set()
+        for layer in self._flatten_layers():
+            for value in list(vars(layer).values()):
+                if isinstance(value, SeedGenerator) and id(value) not in seen:
+                    seen.add(id(value))
+                    out.append(value.state)
+        return out
 
     @property
     def trainable_weights(self):

@@ -6,6 +6,8 @@ import itertools
 import warnings
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from kgraph import tree
 from kgraph.random import generator
 from kgraph.trainers import data_adapter as data
@@ -28,12 +30,23 @@ if TYPE_CHECKING:
 
 
 def is_batch_source(x: object) -> TypeGuard[PyDataset | Iterator[Any]]:
-    """Whether ``x`` yields whole batches itself (a PyDataset, a generator or another iterator)."""
-    return isinstance(x, (PyDataset, collections.abc.Iterator))
+    """Whether ``x`` yields whole batches itself (a PyDataset, a generator or another iterator, or an iterable
+    of batches such as a torch DataLoader)."""
+    return isinstance(x, (PyDataset, collections.abc.Iterator)) or is_batch_iterable(x)
+
+
+def is_batch_iterable(x: object) -> bool:
+    """An object that starts a new pass of batches each time it is iterated (a torch DataLoader, ...): iterable,
+    not an iterator, and neither array data nor a container of arrays."""
+    return isinstance(x, collections.abc.Iterable) and not isinstance(
+        x, (collections.abc.Iterator, PyDataset, list, tuple, dict, str, bytes, np.ndarray)) and \
+        not (hasattr(x, "shape") and hasattr(x, "dtype"))
 
 
 def source_kind(x: PyDataset | Iterator[Any]) -> str:
-    return "PyDataset" if isinstance(x, PyDataset) else "Python generator"
+    if isinstance(x, PyDataset):
+        return "PyDataset"
+    return f"iterable of batches ({type(x).__name__})" if is_batch_iterable(x) else "Python generator"
 
 
 class ArrayAdapter:
@@ -106,6 +119,29 @@ class GeneratorAdapter:
         """A generator holds no workers."""
 
 
+class IterableAdapter:
+    """Batches of an iterable that starts a new pass each time it is iterated (a torch DataLoader, ...):
+    every epoch iterates it afresh, as Keras's adapters do; its length, if it has one, is the epoch's."""
+
+    def __init__(self, iterable: Any, standardize: Callable[[Batch], Batch]) -> None:
+        self.iterable = iterable
+        self.standardize = standardize
+        try:
+            self.num_batches = len(iterable)
+        except TypeError:
+            self.num_batches = None
+
+    def new_pass(self) -> Iterator[Batch]:
+        for batch in iter(self.iterable):
+            yield self.standardize(batch)
+
+    def end_pass(self) -> None:
+        """An iterable has no pass hooks: the next pass iterates it again."""
+
+    def close(self) -> None:
+        """An iterable's workers are its own."""
+
+
 class EpochIterator:
     """Cuts a source's batches into epochs.
 
@@ -116,7 +152,8 @@ class EpochIterator:
     early interrupts training with a warning.
     """
 
-    def __init__(self, adapter: ArrayAdapter | PyDatasetAdapter | GeneratorAdapter, steps: int | None, what: str,
+    def __init__(self, adapter: ArrayAdapter | PyDatasetAdapter | GeneratorAdapter | IterableAdapter,
+                 steps: int | None, what: str,
                  steps_name: str) -> None:
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
             raise ValueError(f"`{steps_name}` must be a positive integer or None. Received: {steps_name}={steps!r}")

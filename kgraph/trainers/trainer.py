@@ -23,7 +23,9 @@ from kgraph.trainers.epoch_iterator import (
     ArrayAdapter,
     EpochIterator,
     GeneratorAdapter,
+    IterableAdapter,
     PyDatasetAdapter,
+    is_batch_iterable,
     is_batch_source,
     source_kind,
 )
@@ -288,6 +290,8 @@ class Trainer:
         standardize = functools.partial(self._standardize_batch, class_weight=class_weight)
         if isinstance(x, PyDataset):
             adapter = PyDatasetAdapter(x, shuffle, standardize)
+        elif is_batch_iterable(x):
+            adapter = IterableAdapter(x, standardize)
         else:
             adapter = GeneratorAdapter(x, standardize)
         return EpochIterator(adapter, steps, what, steps_name)

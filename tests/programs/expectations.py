@@ -15,14 +15,6 @@ TORCH_TRAIN_STEP = ("the torch-backend train_step of the guide custom_train_step
                     "counterpart: AttributeError: '<Model>' object has no attribute 'zero_grad' (a Keras model on "
                     "torch is a torch.nn.Module); after it, loss.backward() and `v.value.grad` (torch autograd on the "
                     "outputs and variables) and torch.concat on model outputs (NumPy arrays in kgraph) fail too")
-TORCH_DATALOADER = ("fit() does not take a torch.utils.data.DataLoader (an iterable of (x, y) batches that is not an "
-                    "iterator), as the guides intro_to_keras_for_engineers.py and custom_train_step_in_torch.py pass "
-                    "one: it is read as array data: TypeError: `x` must be numeric arrays. Received a value that "
-                    "NumPy reads as dtype=object.")
-SUBCLASSED_FUNCTIONAL_LOAD = ("a .keras file of a Model subclass built the functional way (CustomModel(inputs, "
-                              "outputs), as the custom_train_step guides do) cannot be loaded: ValueError: Layer "
-                              "'custom_model' (CustomModel) at config of the .keras config uses "
-                              "`name='custom_model'`, which kgraph does not support")
 
 
 # Not a gap of kgraph: a deliberate difference. Keras 3.15's Functional.call passes the outer `training` flag to
@@ -52,13 +44,9 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_vae", "runs"): TORCH_TRAIN_STEP,
     ("p_vae", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_vae", "exports"): _blocked(TORCH_TRAIN_STEP),
-    ("p_dcgan", "runs"): f"{TORCH_DATALOADER}; then {TORCH_TRAIN_STEP}",
-    ("p_dcgan", "matches"): _blocked(TORCH_DATALOADER),
-    ("p_dcgan", "exports"): _blocked(TORCH_DATALOADER),
-    ("p_intro_engineers_custom", "runs"): TORCH_DATALOADER,
-    ("p_intro_engineers_custom", "matches"): _blocked(TORCH_DATALOADER),
-    ("p_intro_engineers_custom", "exports"): _blocked(TORCH_DATALOADER),
-    ("p_custom_fit_test_step", "exports"): SUBCLASSED_FUNCTIONAL_LOAD,
+    ("p_dcgan", "runs"): TORCH_TRAIN_STEP,
+    ("p_dcgan", "matches"): _blocked(TORCH_TRAIN_STEP),
+    ("p_dcgan", "exports"): _blocked(TORCH_TRAIN_STEP),
 }
 
 

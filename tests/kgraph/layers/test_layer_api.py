@@ -126,3 +126,21 @@ def test_model_input_and_output_shapes():
     assert model.output_shape == (None, 2)
     seq = kgraph.Sequential([kgraph.Input(shape=(4,)), layers.Dense(3)])
     assert seq.input_shape == (None, 4) and seq.output_shape == (None, 3)
+
+
+def test_variables_list_the_seed_generators_states_after_the_weights_as_keras():
+    class NoisyDense(kgraph.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.dense = kgraph.layers.Dense(2)
+            self.seed_generator = kgraph.random.SeedGenerator(1337)
+
+        def call(self, x):
+            return kgraph.random.dropout(self.dense(x), 0.5, seed=self.seed_generator)
+
+    layer = NoisyDense()
+    layer(np.ones((2, 3), "float32"))
+    assert len(layer.weights) == 2 and len(layer.variables) == 3
+    state = layer.variables[-1]
+    assert state is layer.seed_generator.state and not state.trainable
+    np.testing.assert_array_equal(state.numpy(), [1337, 1])  # the seed, then one draw

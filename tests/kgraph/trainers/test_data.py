@@ -300,3 +300,45 @@ def test_an_error_in_a_worker_reaches_fit_and_the_workers_stop(digits):
     with pytest.raises(OSError, match="cannot read batch 3"):
         _model().fit(Broken(x, y, workers=2), shuffle=False, verbose=0)
     assert threading.active_count() == before
+
+
+class Batches:
+    """An iterable of (x, y) batches that starts afresh each time it is iterated, as a torch DataLoader does."""
+
+    def __init__(self, x, y, batch_size):
+        self.x, self.y, self.batch_size, self.passes = x, y, batch_size, 0
+
+    def __len__(self):
+        return -(-len(self.x) // self.batch_size)
+
+    def __iter__(self):
+        self.passes += 1
+        for i in range(0, len(self.x), self.batch_size):
+            yield self.x[i:i + self.batch_size], self.y[i:i + self.batch_size]
+
+
+def test_fit_takes_an_iterable_of_batches_anew_each_epoch():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((20, 3)).astype("float32"), rng.standard_normal((20, 1)).astype("float32")
+    model = kgraph.Sequential([kgraph.Input((3,)), kgraph.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    source = Batches(x, y, 8)
+    history = model.fit(source, epochs=3, verbose=0)
+    assert source.passes == 3 and len(history.history["loss"]) == 3
+    assert int(np.asarray(model.optimizer.iterations)) == 9  # 3 batches an epoch
+    assert np.isfinite(model.evaluate(Batches(x, y, 5), verbose=0))
+    with pytest.raises(ValueError, match="iterable of batches"):
+        model.fit(Batches(x, y, 8), y, verbose=0)
+
+
+def test_fit_takes_a_torch_dataloader():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((24, 3)).astype("float32"), rng.standard_normal((24, 1)).astype("float32")
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)),
+                                         batch_size=8, shuffle=True)
+    model = kgraph.Sequential([kgraph.Input((3,)), kgraph.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(loader, epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2 and int(np.asarray(model.optimizer.iterations)) == 6
+    assert model.predict(loader, verbose=0).shape == (24, 1)
