@@ -61,6 +61,13 @@ def _layer(data, custom_objects, path):
                          f"Received: {str(data)[:200]}")
     class_name = data["class_name"]
     cls = custom_class(data, custom_objects)
+    functional = _functional_subclass(cls, data) or (cls is None and _functional_subclass(
+        get_registered_layer(class_name), data, same_module=True))
+    if functional:
+        # A Model subclass built the functional way (`CustomModel(inputs, outputs)`): Keras saves its graph as a
+        # Functional's config under the subclass's name; Model.from_config rebuilds the graph as that class.
+        key = _custom_key(data, cls, custom_objects) if cls is not None else class_name
+        return dict(_model_from_keras(data, custom_objects, path), class_name=key)
     if cls is not None:
         config = _value(data["config"], custom_objects, path)
         return _with_build_config({"class_name": _custom_key(data, cls, custom_objects), "config": config}, data)
@@ -84,6 +91,15 @@ def _layer(data, custom_objects, path):
     config = _value(config, custom_objects, f"{path}['{class_name}']")
     out = {"class_name": class_name, "config": {**_supported_arguments(cls, config, path), **functions}}
     return out if cls.__module__.startswith("kgraph.") else _with_build_config(out, data)
+
+
+def _functional_subclass(cls, data, same_module=False):
+    """Whether ``data`` is the graph of ``cls``, a user's Model subclass (found in the registry: from the module
+    the file names)."""
+    from kgraph.models.model import Model
+    return isinstance(cls, type) and issubclass(cls, Model) and cls.__name__ not in _MODEL_CLASSES and \
+        (not same_module or _module(data) == cls.__module__) and isinstance(data.get("config"), dict) and \
+        {"layers", "input_layers", "output_layers"} <= set(data["config"])
 
 
 def _custom_key(data, cls, custom_objects):

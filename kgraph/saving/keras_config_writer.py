@@ -43,13 +43,16 @@ def _layer(data, where):
     if data.get("module") == OPS_MODULE:
         return _op(data, where)
     config = data["config"]
-    if class_name == "Functional":
+    if class_name == "Functional" or {"layers", "input_layers", "output_layers"} <= set(config):
+        # A Functional, or a Model subclass built the functional way (`CustomModel(inputs, outputs)`), which
+        # Keras saves as the same graph under the subclass's own name and module.
         nested = {entry["name"] for entry in config["layers"] if entry["class_name"] == "Functional"}
         config = dict(config, layers=[_entry(entry, where) for entry in config["layers"]],
                       input_layers=shift_model_refs(config["input_layers"], nested, 1),
                       output_layers=shift_model_refs(config["output_layers"], nested, 1))
-        return {"module": "keras.src.models.functional", "class_name": "Functional", "config": config,
-                "registered_name": "Functional", "build_config": {"input_shape": None}}
+        origin = {"module": "keras.src.models.functional", "registered_name": "Functional"} \
+            if class_name == "Functional" else _origin(class_name, data.get("registered_name"))
+        return {**origin, "class_name": class_name, "config": config, "build_config": {"input_shape": None}}
     if class_name == "Sequential":
         config = dict(config, layers=[_layer(entry, where) for entry in config["layers"]])
         return {"module": "keras", "class_name": "Sequential", "config": config, "registered_name": None}
