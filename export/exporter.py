@@ -198,7 +198,7 @@ class _Walk:
         masks = self.masks.for_trace(node)
         if masks is not None:
             kwargs["mask"] = masks
-        with tracing.scratch():
+        with tracing.scratch(), tracing.dynamic_shapes():
             try:
                 inputs, outputs = tracing.trace(layer.call, node.call_args, kwargs)
                 flat = kgraph.tree.flatten(outputs)

@@ -40,6 +40,25 @@ def scratch():
         naming._counts.update(saved_names)
 
 
+_DYNAMIC_SHAPES = [0]
+
+
+@contextlib.contextmanager
+def dynamic_shapes():
+    """Within it, ``ops.shape`` of a KerasTensor gives each unknown size as a symbolic int64 scalar (read when the
+    graph runs) instead of None, so that a traced call can compute with it (``ops.reshape(x, (batch, n, d))``
+    where ``batch = ops.shape(x)[0]``). The exporter traces calls this way; building a model keeps Keras's None."""
+    _DYNAMIC_SHAPES[0] += 1
+    try:
+        yield
+    finally:
+        _DYNAMIC_SHAPES[0] -= 1
+
+
+def dynamic_shapes_active():
+    return _DYNAMIC_SHAPES[0] > 0
+
+
 def trace(fn, args, kwargs):
     """Call ``fn`` with a fresh scratch KerasTensor for each KerasTensor in ``args``/``kwargs``.
 

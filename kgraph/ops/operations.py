@@ -55,7 +55,15 @@ def _reshape_rule(name, x, newshape):
     """Reshape's output spec by shape arithmetic: a ``-1`` next to an unknown input dimension stays unknown
     (placeholder sizes cannot stand in for a dimension that merges others, such as batch * time)."""
     from kgraph.graph.keras_tensor import KerasTensor
-    target = tuple(int(d) for d in (newshape if isinstance(newshape, (list, tuple)) else (newshape,)))
+    sizes = tuple(newshape) if isinstance(newshape, (list, tuple)) else (newshape,)
+    if any(isinstance(d, KerasTensor) for d in sizes):  # sizes read when the graph runs (a traced ops.shape)
+        known = [int(d) for d in sizes if not isinstance(d, KerasTensor)]
+        if sum(d == -1 for d in known) > 1 or any(d < -1 for d in known):
+            raise ValueError(f"Reshape '{name}' accepts at most one -1 and no other negative size. "
+                             f"Received: newshape={sizes}")
+        return KerasTensor(tuple(None if isinstance(d, KerasTensor) or int(d) == -1 else int(d) for d in sizes),
+                           dtype=x.dtype, name=name)
+    target = tuple(int(d) for d in sizes)
     if sum(d == -1 for d in target) > 1 or any(d < -1 for d in target):
         raise ValueError(f"Reshape '{name}' accepts at most one -1 and no other negative size. "
                          f"Received: newshape={target}")
@@ -91,7 +99,13 @@ def _split_leading_rule(name, x, like, count=2):
     return KerasTensor(lead + tuple(x.shape[1:]), dtype=x.dtype, name=name)
 
 
-_SHAPE_RULES = {"reshape": _reshape_rule, "split_leading_axes": _split_leading_rule}
+def _shape_dim_rule(name, x, axis):
+    """shape_dim's output spec: an int64 scalar."""
+    from kgraph.graph.keras_tensor import KerasTensor
+    return KerasTensor((), dtype="int64", name=name)
+
+
+_SHAPE_RULES = {"reshape": _reshape_rule, "split_leading_axes": _split_leading_rule, "shape_dim": _shape_dim_rule}
 
 
 def op_class(op_name, fn=None):

@@ -14,8 +14,22 @@ __all__ = [
 
 # shape and ndim are not ops (no @op): no node records them, so that they answer at once on KerasTensors too.
 def shape(x):
-    """Return the shape of ``x`` as a tuple of ints (``None`` for a KerasTensor's unknown dimensions)."""
-    return x.shape if isinstance(x, KerasTensor) else np.shape(_value(x))
+    """Return the shape of ``x`` as a tuple of ints (``None`` for a KerasTensor's unknown dimensions; while the
+    exporter traces a call, a symbolic int64 scalar read when the graph runs: ``shape_dim``)."""
+    if isinstance(x, KerasTensor):
+        from kgraph.graph.tracing import dynamic_shapes_active
+        if None in x.shape and dynamic_shapes_active():
+            return tuple(shape_dim(x, axis) if d is None else d for axis, d in enumerate(x.shape))
+        return x.shape
+    return np.shape(_value(x))
+
+
+@op
+@primitive(num_inputs=1)
+def shape_dim(x, axis):
+    """The size of ``x`` along ``axis`` as an int64 scalar (not a Keras op: ``shape`` gives it, in traced calls,
+    for a size known only when the graph runs)."""
+    return np.asarray(np.shape(x)[axis], dtype=np.int64), lambda g: None
 
 
 def ndim(x):

@@ -307,3 +307,33 @@ def test_a_layer_with_a_registered_custom_activation_exports_by_tracing_its_call
     model = kgraph.Model(inp, layers.Dense(3, activation=scaled_tanh)(inp))
     proto = assert_parity(model)
     assert "Tanh" in [node.op_type for node in proto.graph.node]
+
+
+class Patches(layers.Layer):
+    """The vision examples' patch extractor: its reshape takes the batch size from ``ops.shape``."""
+
+    def __init__(self, patch_size, **kwargs):
+        super().__init__(**kwargs)
+        self.patch_size = patch_size
+
+    def call(self, images):
+        batch_size = ops.shape(images)[0]
+        patches = ops.image.extract_patches(images, size=self.patch_size)
+        rows, cols, dim = ops.shape(patches)[1], ops.shape(patches)[2], ops.shape(patches)[3]
+        return ops.reshape(patches, (batch_size, rows * cols, dim))
+
+
+def test_sizes_read_with_ops_shape_are_traced_as_run_time_values():
+    inp = kgraph.Input((8, 8, 3), name="images")
+    model = kgraph.Model(inp, layers.Dense(4)(Patches(4)(inp)))
+    assert model.output.shape == (None, 4, 4)
+    proto = assert_parity(model)
+    assert "Shape" in [node.op_type for node in proto.graph.node]
+    seq = kgraph.Input((None, 6), name="seq")
+
+    class Halves(layers.Layer):
+        def call(self, x):
+            batch, steps = ops.shape(x)[0], ops.shape(x)[1]
+            return ops.reshape(x, (batch, steps * 2, 3))
+
+    assert_parity(kgraph.Model(seq, Halves()(seq)))

@@ -8,6 +8,7 @@ import numpy as np
 from export.converters.ops.common import INT64_MAX, INT64_MIN, axes_of, flatten, int64, operand, reshape
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
+from kgraph.graph.keras_tensor import KerasTensor
 
 if TYPE_CHECKING:
     from export.context import ConversionContext
@@ -27,8 +28,23 @@ def _x(ctx):
 
 @op_converter("reshape", opset=13)
 def convert_reshape(ctx: ConversionContext) -> ConverterResult:
-    """Reshape to the output's shape, sizes written out and an unknown one as -1 (a 0-row batch reshapes)."""
-    return reshape(ctx, _x(ctx), ctx.output_shape())
+    """Reshape to the output's shape, sizes written out and an unknown one as -1 (a 0-row batch reshapes);
+    sizes a traced call read with ``ops.shape`` (int64 scalars) join the shape tensor when the graph runs."""
+    sizes = ctx.arguments["newshape"]
+    sizes = tuple(sizes) if isinstance(sizes, (list, tuple)) else (sizes,)
+    if not any(isinstance(d, KerasTensor) for d in sizes):
+        return reshape(ctx, _x(ctx), ctx.output_shape())
+    parts = [ctx.op("Reshape", [operand(ctx, d, "int64"), ctx.const(int64([1]), name="one")])
+             if isinstance(d, KerasTensor) else ctx.const(int64([d]), name="size") for d in sizes]
+    return ctx.op("Reshape", [_x(ctx), ctx.op("Concat", parts, axis=0)])
+
+
+@op_converter("shape_dim", opset=13)
+def convert_shape_dim(ctx: ConversionContext) -> ConverterResult:
+    """One size of ``x``, read when the graph runs: Shape, then Gather of that axis (an int64 scalar)."""
+    axis = int(ctx.arguments["axis"]) % ctx.input_rank()
+    return ctx.op("Gather", [ctx.op("Shape", [_x(ctx)]), ctx.const(np.asarray(axis, dtype=np.int64), name="axis")],
+                  axis=0)
 
 
 @op_converter("split_leading_axes", opset=13)
