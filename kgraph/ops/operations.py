@@ -39,8 +39,9 @@ class OpOperation(Operation):
 
     def compute_output_spec(self, *args, **kwargs):
         rule = _SHAPE_RULES.get(self.op_name)
-        if rule is not None:
-            return rule(self.name, *args, **kwargs)
+        spec = rule(self.name, *args, **kwargs) if rule is not None else None
+        if spec is not None:  # a rule may decline (None): the run on placeholders then decides
+            return spec
         from kgraph.graph import shape_inference
         return shape_inference.output_spec(type(self).fn, args, kwargs, self.name)
 
@@ -105,7 +106,36 @@ def _shape_dim_rule(name, x, axis):
     return KerasTensor((), dtype="int64", name=name)
 
 
-_SHAPE_RULES = {"reshape": _reshape_rule, "split_leading_axes": _split_leading_rule, "shape_dim": _shape_dim_rule}
+def _conv_rule(name, inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1, bias=None,
+               relu=False):
+    """conv's output spec where a spatial size is unknown (a placeholder length could be shorter than the
+    kernel); with every size known, the run on placeholders checks the call as it computes it."""
+    from kgraph.graph.keras_tensor import KerasTensor
+    shape, kshape = tuple(inputs.shape), tuple(getattr(kernel, "shape", ()))
+    rank = len(kshape) - 2
+    first = data_format == "channels_first"
+    spatial = shape[2:] if first else shape[1:-1]
+    if rank < 1 or len(spatial) != rank or None not in spatial or padding not in ("valid", "same"):
+        return None
+    strides = _per_axis(strides, rank)
+    dilation = _per_axis(dilation_rate, rank)
+    out = []
+    for n, k, s, d in zip(spatial, kshape[:rank], strides, dilation):
+        if n is None:
+            out.append(None)
+        elif padding == "same":
+            out.append(-(-n // s))
+        else:
+            out.append((n - d * (k - 1) - 1) // s + 1)
+    out_shape = (shape[0], kshape[-1]) + tuple(out) if first else (shape[0],) + tuple(out) + (kshape[-1],)
+    return KerasTensor(out_shape, dtype=inputs.dtype, name=name)
+
+
+def _per_axis(value, rank):
+    return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else (int(value),) * rank
+
+
+_SHAPE_RULES = {"conv": _conv_rule, "reshape": _reshape_rule, "split_leading_axes": _split_leading_rule, "shape_dim": _shape_dim_rule}
 
 
 def op_class(op_name, fn=None):
