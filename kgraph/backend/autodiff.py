@@ -428,6 +428,12 @@ class GradientTape:
                 "A non-persistent GradientTape can only compute gradients once. "
                 "Use GradientTape(persistent=True) to call gradient() several times."
             )
+        if any(t is not self for t in _tapes_of_this_thread() or []):
+            import warnings
+            warnings.warn(
+                "kgraph computes first-order gradients only: `gradient()` was called while another GradientTape "
+                "records, and that tape treats the result as a constant. A loss built from this gradient (a "
+                "WGAN-GP gradient penalty, a Hessian-vector product) gets no gradient through it.", stacklevel=2)
         if isinstance(sources, dict):
             keys = list(sources)
             flat_sources = [sources[k] for k in keys]
