@@ -46,14 +46,21 @@ def version() -> str:
     return __version__
 
 
-__all__ = ["DTypePolicy", "FloatDTypePolicy", "GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor", "Layer", "Loss", "Metric", "Model",
-           "Operation", "Optimizer", "Regularizer", "Sequential", "Variable", "__version__", "activations",
-           "backend", "callbacks", "config", "constraints", "dtype_policies", "initializers", "layers", "load_model", "losses",
-           "metrics", "models", "ops", "optimizers", "random", "regularizers", "saving", "tree", "utils",
-           "value_and_grad", "version"]
+__all__ = ["DTypePolicy", "FloatDTypePolicy", "GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor",
+           "Layer", "Loss", "Metric", "Model", "Operation", "Optimizer", "Regularizer", "Sequential", "Variable",
+           "__version__", "activations", "backend", "callbacks", "config", "constraints", "datasets",
+           "dtype_policies", "initializers", "layers", "load_model", "losses", "metrics", "models", "ops",
+           "optimizers", "random", "regularizers", "saving", "tree", "utils", "value_and_grad", "version"]
 
 
 def __dir__():
     # The implementation packages (graph, trainers, ...) are attributes once imported; dir() shows the face.
     return sorted(__all__)
 
+
+def __getattr__(name):
+    # keras.datasets is imported on first use, so `import kgraph` does not pay for it.
+    if name == "datasets":
+        import importlib
+        return importlib.import_module("kgraph.datasets")
+    raise AttributeError(f"module 'kgraph' has no attribute {name!r}")

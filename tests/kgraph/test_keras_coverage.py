@@ -1,11 +1,12 @@
 """Keras 3.15's public names against kgraph's: every name of ``keras.layers`` and ``keras.ops`` (and its
-``nn``, ``numpy``, ``linalg`` and ``image`` namespaces) is provided or listed below with the reason it is not.
+``nn``, ``numpy``, ``linalg`` and ``image`` namespaces) is provided or listed below with the reason it is not;
+every module and function of ``keras.datasets`` is provided.
 
 The name lists are ``dir()`` of Keras 3.15.1, pasted here so the check runs without Keras installed.
 """
 import pytest
 
-from kgraph import layers, ops
+from kgraph import datasets, layers, ops
 
 KERAS_LAYERS = (
     "Activation", "ActivityRegularization", "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D",
@@ -138,6 +139,12 @@ NOT_PROVIDED_OPS = {}
 
 NAMESPACES = {"nn": KERAS_OPS_NN, "numpy": KERAS_OPS_NUMPY, "linalg": KERAS_OPS_LINALG, "image": KERAS_OPS_IMAGE}
 
+KERAS_DATASETS = {
+    "boston_housing": ("load_data",), "california_housing": ("load_data",), "cifar10": ("load_data",),
+    "cifar100": ("load_data",), "fashion_mnist": ("load_data",), "imdb": ("get_word_index", "load_data"),
+    "mnist": ("load_data",), "reuters": ("get_label_names", "get_word_index", "load_data"),
+}
+
 
 def test_every_keras_layer_is_provided_or_listed_with_a_reason():
     missing = sorted(n for n in KERAS_LAYERS if n not in dir(layers) and n not in NOT_PROVIDED_LAYERS)
@@ -172,3 +179,10 @@ def test_coverage_counts():
     op_count = sum(n in dir(ops) for n in KERAS_OPS)
     assert layer_count + len(NOT_PROVIDED_LAYERS) == len(KERAS_LAYERS) == 175
     assert op_count + len([n for n in NOT_PROVIDED_OPS if n in KERAS_OPS]) == len(KERAS_OPS) == 341
+
+
+def test_every_keras_datasets_name_is_provided():
+    assert sorted(KERAS_DATASETS) == sorted(datasets.__all__)
+    missing = sorted(f"{module}.{name}" for module, names in KERAS_DATASETS.items() for name in names
+                     if not callable(getattr(getattr(datasets, module, None), name, None)))
+    assert missing == [], f"keras.datasets names kgraph.datasets lacks: {missing}"

@@ -8,9 +8,6 @@ The report (``python -m tests.programs.report``) marks with ``!`` any cell that 
 from __future__ import annotations
 
 # ----- the root causes, each once ----------------------------------------------------------------------------
-NO_DATASETS = ("kgraph has no `keras.datasets`: `from keras.datasets import mnist`, as examples/vision/autoencoder.py "
-               "writes it, raises ModuleNotFoundError: No module named 'kgraph.datasets' (the programs never call "
-               "load_data; the module and its load_data functions just have to exist)")
 TORCH_TRAIN_STEP = ("the torch-backend train_step of the guide custom_train_step_in_torch.py has no kgraph "
                     "counterpart: AttributeError: '<Model>' object has no attribute 'zero_grad' (a Keras model on "
                     "torch is a torch.nn.Module); after it, loss.backward() and `v.value.grad` (torch autograd on the "
@@ -34,9 +31,6 @@ def _blocked(cause: str) -> str:
 
 
 XFAIL: dict[tuple[str, str], str] = {
-    ("p_conv_autoencoder", "runs"): NO_DATASETS,
-    ("p_conv_autoencoder", "matches"): _blocked(NO_DATASETS),
-    ("p_conv_autoencoder", "exports"): _blocked(NO_DATASETS),
     ("p_custom_fit_train_step", "runs"): TORCH_TRAIN_STEP,
     ("p_custom_fit_train_step", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_custom_fit_train_step", "exports"): _blocked(TORCH_TRAIN_STEP),
