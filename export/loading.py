@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kgraph import saving
+from kgraph.saving.file_limits import check_structure, short_repr, short_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -27,18 +28,46 @@ class LoadError(ValueError):
 
 
 def import_modules(names: Iterable[str]) -> None:
-    """Import each module named with ``--import`` (the current directory importable, as with ``python -m``)."""
+    """Import each module named with ``--import`` (the current directory importable, as with ``python -m``).
+
+    A name ending in ``.py`` is a file: the training script itself, imported under its file's name (so its
+    ``if __name__ == "__main__":`` part does not run), whose classes then stand for the ones a model saved
+    from ``__main__`` names."""
     if os.getcwd() not in [os.path.abspath(p or os.curdir) for p in sys.path]:
         sys.path.insert(0, os.getcwd())
     for name in names:
         try:
-            importlib.import_module(name)
+            if name.endswith(".py"):
+                _import_script(name)
+            else:
+                importlib.import_module(name)
         except BaseException as err:  # noqa: BLE001  (a user module may raise anything, SystemExit included)
             if isinstance(err, KeyboardInterrupt):
                 raise
             raise LoadError(f"Cannot import module '{name}' given with --import: {_describe(err)}. Expected an "
                             "importable module (a .py file in the current directory or a package on the "
                             "Python path) that defines the model's custom layers.") from None
+
+
+def _import_script(path: str) -> None:
+    """Import the script at ``path`` as a module named after its file; its classes answer for ``__main__``."""
+    import importlib.util
+
+    from kgraph.saving.registration import stand_in_for_main
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no file '{path}'")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = stem if stem.isidentifier() and stem not in sys.modules else f"_kgraph_script_{abs(hash(path))}"
+    spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # the script's own imports resolve beside it
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    stand_in_for_main(name)
 
 
 def read_payload(path: os.PathLike[str] | str) -> dict[str, Any]:
@@ -54,6 +83,7 @@ def read_payload(path: os.PathLike[str] | str) -> dict[str, Any]:
         raise LoadError(f"Cannot load '{path}': the file is empty. Expected a model file written by model.save().")
     try:
         payload = saving.safe_loads(data, path)
+        check_structure(payload, os.fspath(path), "model file")
     except ValueError as err:
         raise LoadError(_one_line(err)) from None
     _check_fields(path, payload)
@@ -93,7 +123,9 @@ def load(path: os.PathLike[str] | str) -> Model:
         return kgraph.load_model(path, compile=False)
     except (OSError, MemoryError) as err:
         raise LoadError(f"Cannot load '{path}': {_describe(err)}.") from None
-    except Exception as err:  # noqa: BLE001  (a malformed config fails anywhere inside kgraph's rebuild)
+    except Exception as err:  # noqa: BLE001  (a user's layer may raise anything while it is rebuilt)
+        if isinstance(err, ValueError) and str(err).startswith(("Cannot load", "Refusing to load")):
+            raise LoadError(_one_line(err)) from None  # kgraph's loader named the file and the problem
         hint = " Name the module defining it with --import MODULE." if "Unknown layer class" in str(err) else ""
         raise LoadError(f"Cannot load '{path}': the model it describes cannot be rebuilt "
                         f"({_describe(err)}).{hint}") from None
@@ -104,9 +136,9 @@ def _describe(err):
 
 
 def _one_line(text):
-    return " ".join(str(text).split())
+    return short_text(text, 2000)
 
 
 def _kind(value):
-    text = repr(value)
+    text = short_repr(value)  # bounded: a file's list may be a deep or self-sharing structure
     return f"{text if len(text) <= 40 else text[:37] + '...'} ({type(value).__name__})"

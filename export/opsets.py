@@ -6,10 +6,8 @@ import functools
 import onnx
 from onnx import helper
 
+from export.defaults import DEFAULT_OPSET, MIN_OPSET
 from export.registry import ExportError
-
-MIN_OPSET = 13
-DEFAULT_OPSET = 17
 
 
 def _runtime_accepts(opset, ir_version):

@@ -16,9 +16,9 @@ import warnings
 
 import onnx
 
+from export.defaults import DISTRIBUTION, FP16_EXTRA
 from export.registry import ExportError
 
-FP16_EXTRA = "fp16"
 # mode -> (rtol, atol as a fraction of the output's largest magnitude)
 TOLERANCES = {"int8": (0.0, 0.1), "fp16": (1e-2, 1e-2)}
 # Left in float32: onnxruntime's optimized graphs crash (SIGSEGV, onnxruntime 1.32) on float16 Transposes next
@@ -55,7 +55,7 @@ def to_float16(model: onnx.ModelProto) -> onnx.ModelProto:
         from onnxconverter_common import float16
     except ImportError:
         raise ExportError("--fp16 needs the optional package onnxconverter-common. Install it with "
-                          f"pip install 'kgraph[{FP16_EXTRA}]' (or pip install onnxconverter-common).") from None
+                          f"pip install '{DISTRIBUTION}[{FP16_EXTRA}]' (or pip install onnxconverter-common).") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # constants beyond float16's range are clipped: say nothing
         converted = float16.convert_float_to_float16(_outputs_behind_identity(model), keep_io_types=True,

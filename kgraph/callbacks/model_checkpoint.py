@@ -6,13 +6,15 @@ import warnings
 import numpy as np
 
 from kgraph.callbacks.monitor_callback import MonitorCallback
+from kgraph.saving.saving_api import MODEL_SUFFIXES, WEIGHTS_SUFFIXES
 
 
 class ModelCheckpoint(MonitorCallback):
     """Save with ``model.save(path)`` (or ``model.save_weights(path)``) every epoch or every N batches.
 
     filepath: may hold ``{epoch:02d}`` (1-based), ``{batch}`` and any log key,
-        e.g. ``"ckpt-{epoch:02d}-{val_loss:.2f}.kgraph"``.
+        e.g. ``"ckpt-{epoch:02d}-{val_loss:.2f}.keras"``; it ends in ``.keras`` or ``.pkl`` (``.weights.h5`` or
+        ``.pkl`` with ``save_weights_only``), checked here rather than after the first epoch.
     save_best_only: save only when ``monitor`` improves.
     save_freq: ``"epoch"`` or a number of batches.
     initial_value_threshold: a first "best" value to beat.
@@ -24,6 +26,11 @@ class ModelCheckpoint(MonitorCallback):
         if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(save_freq, int)):
             raise ValueError(f"Unrecognized save_freq: {save_freq!r}. Expected save_freq are 'epoch' or integer values")
         self.filepath = os.fspath(filepath)
+        suffixes = WEIGHTS_SUFFIXES if save_weights_only else MODEL_SUFFIXES
+        if not self.filepath.endswith(suffixes):
+            raise ValueError(f"The filepath provided must end in {' or '.join(f'`{s}`' for s in suffixes)}"
+                             f"{' when save_weights_only=True' if save_weights_only else ''}. "
+                             f"Received: filepath={self.filepath}")
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = save_weights_only

@@ -23,7 +23,7 @@ def _events_writer_class():
     except ImportError as err:
         raise ImportError(
             "The TensorBoard callback writes event files with the `tensorboardX` package, which is not installed. "
-            'Install it with `pip install "kgraph[tensorboard]"` (or `pip install tensorboardX`).'
+            'Install it with `pip install "kgraph-engine[tensorboard]"` (or `pip install tensorboardX`).'
         ) from err
     return EventsWriter
 

@@ -73,7 +73,7 @@ class Model(Trainer, Layer):
         return json.dumps({"class_name": type(self).__name__, "config": self.get_config()}, **kwargs)
 
     def save(self, filepath, overwrite=True):
-        """Save architecture, weights, compile configuration and optimizer state to a ``.pkl`` file."""
+        """Save architecture, weights, compile configuration and optimizer state: ``.keras`` or ``.pkl``."""
         from kgraph.saving import save_model
         save_model(self, filepath, overwrite=overwrite)
 
@@ -102,10 +102,12 @@ class Model(Trainer, Layer):
         return proto
 
     def save_weights(self, filepath, overwrite=True):
+        """Save the weights: ``.weights.h5`` (Keras 3's HDF5 layout) or ``.pkl``."""
         from kgraph.saving import save_weights
         save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath):
+        """Load weights written by ``save_weights`` (Keras's or kgraph's ``.weights.h5``, or ``.pkl``)."""
         from kgraph.saving import load_weights
         load_weights(self, filepath)
 

@@ -5,12 +5,8 @@ from kgraph.saving.pickle_format import (
                                          RefusedContent,
                                          RestrictedUnpickler,
                                          atomic_write,
-                                         load_model,
-                                         load_weights,
                                          model_payload,
                                          safe_loads,
-                                         save_model,
-                                         save_weights,
 )
 from kgraph.saving.registration import (
                                         CustomObjectScope,
@@ -20,6 +16,7 @@ from kgraph.saving.registration import (
                                         get_registered_object,
                                         register_keras_serializable,
 )
+from kgraph.saving.saving_api import load_model, load_weights, save_model, save_weights
 from kgraph.saving.serialization_lib import deserialize_keras_object, serialize_keras_object
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "CustomObjectScope", "RefusedContent", "RestrictedUnpickler", "atomic_write",

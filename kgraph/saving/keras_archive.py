@@ -1,7 +1,9 @@
-"""The ``.keras`` zip archive, read in memory: members are size-checked before any byte is decompressed.
+"""The ``.keras`` zip archive: members are size-checked before any byte is decompressed.
 
-Nothing is extracted to disk but the assets of a layer whose own ``load_assets`` reads them (into a temporary
-directory of its own, see ``keras_file``). Refused before reading: unsafe member names (absolute, ``..``, backslashes,
+Its JSON members and assets are read in memory; the weights file is decompressed, streamed, into a temporary file
+(``extract_weights``) once the rebuilt model says how many bytes it may need. Nothing else is extracted to disk
+but the assets of a layer whose own ``load_assets`` reads them (into a temporary directory of its own, see
+``keras_file``). Refused before reading: unsafe member names (absolute, ``..``, backslashes,
 drive letters), duplicate names, too many members, declared sizes over the limits, and members whose declared
 size is far larger than what is stored (decompression bombs). A member that decompresses to more than it
 declared is refused while reading.
@@ -11,12 +13,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
 import zipfile
 import zlib
 from typing import TYPE_CHECKING, NamedTuple
 
+from kgraph.saving.file_limits import check_structure, short_repr, short_text
+
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
 CONFIG = "config.json"
@@ -26,9 +31,13 @@ ASSETS = "assets/"
 MAX_MEMBERS = 256
 MAX_JSON_BYTES = 64 << 20
 MAX_WEIGHTS_BYTES = 16 << 30
+MAX_ASSETS_BYTES = 256 << 20  # in all: vocabularies and the like, read only for a layer that loads assets
 MAX_RATIO = 200  # deflate needs ratios near 1,000 only for long runs of one byte, never for real weights or JSON
 RATIO_FLOOR_BYTES = 1 << 20
 _CHUNK = 1 << 20
+# What zipfile raises for a damaged archive (RuntimeError: an encrypted member; struct.error: a short header).
+_CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, KeyError, OverflowError, RuntimeError,
+            struct.error)
 
 
 def unsafe_name(name: str) -> bool:
@@ -62,21 +71,28 @@ def _check_members(zf, source):
     return seen
 
 
-def _read_member(zf, name, limit, source):
+def _stream_member(zf, name, limit, source, out):
+    """Decompress member ``name`` into ``out`` chunk by chunk, never past ``limit`` nor past its declared size."""
     info = zf.getinfo(name)
     if info.file_size > limit:
         raise ValueError(f"Refusing to load '{source}': member {name!r} declares {info.file_size} bytes, over the "
                          f"limit of {limit} for it.")
-    out = io.BytesIO()
+    written = 0
     with zf.open(info) as f:
         while True:
             chunk = f.read(_CHUNK)
             if not chunk:
                 break
-            if out.tell() + len(chunk) > info.file_size:
+            written += len(chunk)
+            if written > info.file_size:
                 raise ValueError(f"Refusing to load '{source}': member {name!r} decompresses to more than the "
                                  f"{info.file_size} bytes it declares.")
             out.write(chunk)
+
+
+def _read_member(zf, name, limit, source):
+    out = io.BytesIO()
+    _stream_member(zf, name, limit, source, out)
     return out.getvalue()
 
 
@@ -85,23 +101,32 @@ def _json(payload, name, source):
         value = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"Cannot load '{source}': its {name} is not valid JSON ({err}).") from None
+    except RecursionError:
+        raise ValueError(f"Refusing to load '{source}': its {name} nests lists and objects too deeply.") from None
     if not isinstance(value, dict):
         raise ValueError(f"Cannot load '{source}': its {name} must hold a JSON object. "
                          f"Received: {type(value).__name__}")
+    check_structure(value, source, name)
     return value
 
 
 class Archive(NamedTuple):
-    """The members of a ``.keras`` archive: its JSON configs, its weights file, its assets by archive path."""
+    """The members of a ``.keras`` archive: its JSON configs, the size its weights file declares (None without
+    one; ``extract_weights`` reads it), the sizes of its assets by archive path (``read_assets`` reads them)."""
 
     config: dict[str, Any]
     metadata: dict[str, Any]
-    weights: bytes | None
-    assets: dict[str, bytes]
+    weights_size: int | None
+    assets: dict[str, int]
+
+
+def _corrupt(source, err):
+    return ValueError(f"Cannot load '{source}': the .keras archive is truncated or corrupt "
+                      f"({type(err).__name__}: {short_text(err)}).")
 
 
 def read_archive(filepath: os.PathLike[str] | str) -> Archive:
-    """The members of a ``.keras`` file, read safely in memory."""
+    """The JSON members and assets of a ``.keras`` file, read safely in memory; the weights are left in it."""
     source = os.fspath(filepath)
     if not os.path.exists(source):
         raise FileNotFoundError(f"No file or directory found at {source}")
@@ -110,17 +135,47 @@ def read_archive(filepath: os.PathLike[str] | str) -> Archive:
             names = _check_members(zf, source)
             if CONFIG not in names:
                 raise ValueError(f"Cannot load '{source}': it is not a .keras archive (no {CONFIG}). "
-                                 f"Received members: {sorted(names)[:10]}")
+                                 f"Received members: {short_repr(sorted(names))}")
             config = _json(_read_member(zf, CONFIG, MAX_JSON_BYTES, source), CONFIG, source)
             metadata = _json(_read_member(zf, METADATA, MAX_JSON_BYTES, source), METADATA, source) \
                 if METADATA in names else {}
-            weights = _read_member(zf, WEIGHTS, MAX_WEIGHTS_BYTES, source) if WEIGHTS in names else None
-            assets = {name: _read_member(zf, name, MAX_JSON_BYTES, source) for name in sorted(names)
+            weights = zf.getinfo(WEIGHTS).file_size if WEIGHTS in names else None
+            assets = {name: zf.getinfo(name).file_size for name in sorted(names)
                       if name.startswith(ASSETS) and not name.endswith("/")}
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as err:
-        raise ValueError(f"Cannot load '{source}': the .keras archive is truncated or corrupt "
-                         f"({type(err).__name__}: {err}).") from None
+    except _CORRUPT + (OSError,) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        raise _corrupt(source, err) from None
     return Archive(config, metadata, weights, assets)
+
+
+def read_assets(filepath: os.PathLike[str] | str, names: Iterable[str]) -> dict[str, bytes]:
+    """The bytes of the asset members ``names``, refused if they declare more than ``MAX_ASSETS_BYTES`` in all."""
+    source = os.fspath(filepath)
+    try:
+        with zipfile.ZipFile(source) as zf:
+            _check_members(zf, source)
+            infos = [zf.getinfo(name) for name in names]
+            total = sum(info.file_size for info in infos)
+            if total > MAX_ASSETS_BYTES:
+                raise ValueError(f"Refusing to load '{source}': its assets declare {total} bytes in all, over the "
+                                 f"limit of {MAX_ASSETS_BYTES}.")
+            return {info.filename: _read_member(zf, info.filename, MAX_ASSETS_BYTES, source) for info in infos}
+    except _CORRUPT as err:
+        raise _corrupt(source, err) from None
+
+
+def extract_weights(filepath: os.PathLike[str] | str, folder: str, limit: int) -> str:
+    """Decompress the archive's weights file into ``folder``, streamed, refused past ``limit`` bytes; its path."""
+    source = os.fspath(filepath)
+    target = os.path.join(folder, WEIGHTS)
+    try:
+        with zipfile.ZipFile(source) as zf, open(target, "wb") as out:
+            _check_members(zf, source)
+            _stream_member(zf, WEIGHTS, limit, source, out)
+    except _CORRUPT as err:
+        raise _corrupt(source, err) from None
+    return target
 
 
 def archive_bytes(config: Mapping[str, Any], metadata: Mapping[str, Any], weights: bytes,

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from kgraph import constraints, initializers
 from kgraph.layers.layer import get_registered_layer
 from kgraph.ops.operations import get_op_class
-from kgraph.saving.registration import custom_objects_in_effect, get_registered_name
+from kgraph.saving.file_limits import short_repr, short_text
+from kgraph.saving.registration import custom_objects_in_effect, defined_in, get_registered_name
 from kgraph.saving.serialization import OPS_MODULE
 from kgraph.saving.serialization_lib import custom_class, decode_arrays, family, function_by_name
 
@@ -34,8 +35,8 @@ _UNSUPPORTED_POLICIES = ("mixed_", "bfloat16", "int8", "int4", "float8", "gptq",
 
 
 def _unknown(kind, data, path):
-    name = data.get("class_name")
-    module = f" (module '{data['module']}')" if data.get("module") else ""
+    name = short_text(data.get("class_name"), 100)
+    module = f" (module '{short_text(data['module'], 100)}')" if data.get("module") else ""
     return ValueError(f"Unknown {kind} '{name}'{module} at {path} of the .keras config: kgraph has no built-in "
                       f"{kind} of that name. If it is your own, pass it when loading: "
                       f"`custom_objects={{'{name}': {name}}}`.")
@@ -58,7 +59,7 @@ def layer_from_keras(data: Mapping[str, Any], custom_objects: CustomObjects | No
 def _layer(data, custom_objects, path):
     if not _is_object(data):
         raise ValueError(f"Expected a Keras object with 'class_name' and 'config' at {path} of the .keras config. "
-                         f"Received: {str(data)[:200]}")
+                         f"Received: {short_repr(data)}")
     class_name = data["class_name"]
     cls = custom_class(data, custom_objects)
     functional = _functional_subclass(cls, data) or (cls is None and _functional_subclass(
@@ -80,7 +81,7 @@ def _layer(data, custom_objects, path):
         return _model_from_keras(data, custom_objects, path)
     cls = get_registered_layer(class_name)
     # A user's layer class counts only when its module, already imported by the user, is the one the file names.
-    if cls is None or not (_module(data).startswith("keras") or _module(data) == cls.__module__):
+    if cls is None or not (_module(data).startswith("keras") or defined_in(cls, _module(data))):
         raise _unknown("layer class", data, path)
     config, functions = data["config"], {}
     if class_name == "Bidirectional":
@@ -98,7 +99,7 @@ def _functional_subclass(cls, data, same_module=False):
     the file names)."""
     from kgraph.models.model import Model
     return isinstance(cls, type) and issubclass(cls, Model) and cls.__name__ not in _MODEL_CLASSES and \
-        (not same_module or _module(data) == cls.__module__) and isinstance(data.get("config"), dict) and \
+        (not same_module or defined_in(cls, _module(data))) and isinstance(data.get("config"), dict) and \
         {"layers", "input_layers", "output_layers"} <= set(data["config"])
 
 
@@ -245,7 +246,7 @@ def _dtype(value, path):
     name = value["config"].get("name")
     if not isinstance(name, str) or name.startswith(_UNSUPPORTED_POLICIES):
         raise ValueError(f"kgraph supports plain float/int dtype policies only. Received: dtype policy "
-                         f"{name!r} ({value['class_name']}) at {path} of the .keras config.")
+                         f"{short_repr(name)} ({short_text(value['class_name'], 80)}) at {path} of the .keras config.")
     return name
 
 
@@ -265,7 +266,7 @@ def initializer_config(class_name: str, config: Mapping[str, Any], path: str,
     extra = sorted(set(config) - accepted)
     if extra:
         raise ValueError(f"Initializer {class_name} at {path} of the .keras config uses arguments kgraph does not "
-                         f"support: {extra}. Received: {config}")
+                         f"support: {short_repr(extra)}. Received: {short_repr(config)}")
     return {"class_name": class_name, "config": config}
 
 
@@ -312,5 +313,5 @@ def _supported_arguments(cls, config, path):
         elif value not in (None, False, 0, 0.0, [], {}) and (key, value) not in _INERT \
                 and key not in _DERIVED.get(cls.__name__, ()):
             raise ValueError(f"Layer '{config.get('name')}' ({cls.__name__}) at {path} of the .keras config uses "
-                             f"`{key}={value!r}`, which kgraph does not support.")
+                             f"`{key}={short_repr(value)}`, which kgraph does not support.")
     return out

@@ -45,7 +45,7 @@ def h5py_module() -> ModuleType:
         import h5py
     except ImportError:
         raise ImportError("Reading and writing .keras files needs the `h5py` package: "
-                          "pip install \"kgraph[keras]\"") from None
+                          "pip install \"kgraph-engine[keras]\"") from None
     return h5py
 
 
@@ -170,13 +170,14 @@ def user_hook(layer: Layer | None, name: str) -> Callable[..., Any] | None:
     return getattr(layer, name)
 
 
-def read_weights(model: Model, payload: bytes, source: str) -> list[np.ndarray] | None:
-    """Set ``model``'s weights from ``model.weights.h5``, checked first; return the optimizer's saved variables."""
+def read_weights(model: Model, payload: bytes | str, source: str) -> list[np.ndarray] | None:
+    """Set ``model``'s weights from ``model.weights.h5`` (its bytes or its path), checked first; return the
+    optimizer's saved variables."""
     # A layer with its own ``load_own_variables`` gets its group's arrays instead.
     h5py = h5py_module()
     values, read, hooks = {}, set(), []
     try:
-        with h5py.File(io.BytesIO(payload), "r") as f:
+        with h5py.File(io.BytesIO(payload) if isinstance(payload, bytes) else payload, "r") as f:
             for path, variables, owner in owned_groups(model):
                 hook = user_hook(owner, "load_own_variables")
                 if hook is None and not variables:

@@ -15,6 +15,7 @@ from kgraph.saving.keras_archive import unsafe_name
 from kgraph.saving.keras_weights import owned_groups, user_hook
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     import numpy as np
@@ -51,6 +52,12 @@ def saved_assets(model: Model, complete: bool = True) -> dict[str, bytes]:
             raise ValueError(f"The layers of model '{model.name}' saved {len(out)} asset files; at most "
                              f"{MAX_ASSET_FILES} fit in a model file.")
     return out
+
+
+def asset_readers(model: Model, names: Iterable[str], complete: bool = True) -> list[str]:
+    """Those of the asset ``names`` that a layer of ``model`` would be given by ``load_assets`` (in its folder)."""
+    prefixes = [f"{path}/" if path else "" for path, _ in _hooked(model, "load_assets", complete)]
+    return [name for name in names if any(name.startswith(prefix) for prefix in prefixes)]
 
 
 def load_assets(model: Model, assets: dict[str, bytes], complete: bool = True) -> set[str]:

@@ -94,3 +94,19 @@ def get_registered_name(obj: object) -> str:
         return _NAMES[obj]
     except (KeyError, TypeError):
         return getattr(obj, "__name__", type(obj).__name__)
+
+
+_SCRIPT_MODULES = set()  # modules imported from a training script's file: their classes answer for "__main__"
+
+
+def stand_in_for_main(module_name: str) -> None:
+    """Let the classes of ``module_name`` (a training script imported from its file, as ``python -m export
+    --import train.py`` does) resolve the classes a saved model names in module ``__main__``: the script ran as
+    ``__main__`` when it saved the model."""
+    _SCRIPT_MODULES.add(module_name)
+
+
+def defined_in(cls: object, module: str) -> bool:
+    """Whether ``cls`` comes from the module a saved model names (``__main__``: a script imported from its file)."""
+    own = getattr(cls, "__module__", None)
+    return own == module or (module == "__main__" and own in _SCRIPT_MODULES)

@@ -217,7 +217,7 @@ def functional_from_config(cls: type[_ModelT], config: Mapping[str, Any],
     for data in config["layers"]:
         layer = deserialize_layer(data, custom_objects)
         created[data.get("name", layer.name)] = layer
-        pending.extend((layer, node) for node in data.get("inbound_nodes", []))
+        pending.extend((data.get("name", layer.name), layer, node) for node in data.get("inbound_nodes", []))
 
     def tensor(ref):
         name, n, i = ref
@@ -236,21 +236,23 @@ def functional_from_config(cls: type[_ModelT], config: Mapping[str, Any],
             return t
         return decode_argument(value, find)
 
-    stalled = 0
+    # A node whose inputs are not computed yet waits for the next call of the layer it needs (linear in the nodes,
+    # whatever order the config lists them in).
+    waiting = collections.defaultdict(list)
     while pending:
-        layer, node = pending.popleft()
+        name, layer, node = pending.popleft()
         missing = []
         args = decode(node["args"], missing)
         kwargs = decode(node["kwargs"], missing)
         if missing:
-            pending.append((layer, node))
-            stalled += 1
-            if stalled > len(pending):
-                raise ValueError(f"Cannot rebuild the model: layer '{layer.name}' needs outputs of layers "
-                                 f"that are never computed: {missing}")
+            waiting[missing[0][0]].append((name, layer, node, missing))
             continue
-        stalled = 0
         layer(*args, **kwargs)
+        pending.extend(entry[:3] for entry in waiting.pop(name, ()))
+    if waiting:
+        _, layer, _, missing = next(iter(waiting.values()))[0]
+        raise ValueError(f"Cannot rebuild the model: layer '{layer.name}' needs outputs of layers that are never "
+                         f"computed: {missing[:5]}")
     inputs = _map_refs(tensor, config["input_layers"])
     outputs = _map_refs(tensor, config["output_layers"])
     return cls(inputs, outputs, name=config.get("name"), trainable=config.get("trainable", True))

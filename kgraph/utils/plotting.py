@@ -8,7 +8,7 @@ def _pydot(function):
         import pydot
     except ImportError as err:
         raise ImportError(f"You must install pydot for `{function}` to work: "
-                          '`pip install "kgraph[plot]"` (or `pip install pydot`).') from err
+                          '`pip install "kgraph-engine[plot]"` (or `pip install pydot`).') from err
     return pydot
 
 

@@ -79,5 +79,5 @@ def test_fp16_without_its_extra_is_one_error_naming_the_extra(tmp_path, capsys, 
     zoo.shared("mlp_sequential").save(path)
     assert main([str(path), "--fp16"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'kgraph[fp16]'" in err and "onnxconverter-common" in err
+    assert err.count("\n") == 1 and "pip install 'kgraph-engine[fp16]'" in err and "onnxconverter-common" in err
     assert not (tmp_path / "mlp.onnx").exists()

@@ -127,18 +127,18 @@ def test_csv_logger_writes_expected_rows(tmp_path):
 
 def test_model_checkpoint_saves_only_on_improvement(tmp_path):
     model = small_model()
-    pattern = os.path.join(tmp_path, "ckpt-{epoch:02d}-{val_loss:.2f}.kgraph")
+    pattern = os.path.join(tmp_path, "ckpt-{epoch:02d}-{val_loss:.2f}.pkl")
     checkpoint = callbacks.ModelCheckpoint(pattern, monitor="val_loss", save_best_only=True)
     drive(checkpoint, model, [{"val_loss": v} for v in (0.9, 0.95, 0.5, 0.7)])
-    assert sorted(os.listdir(tmp_path)) == ["ckpt-01-0.90.kgraph", "ckpt-03-0.50.kgraph"]
+    assert sorted(os.listdir(tmp_path)) == ["ckpt-01-0.90.pkl", "ckpt-03-0.50.pkl"]
     assert checkpoint.best == 0.5
-    restored = kgraph.load_model(os.path.join(tmp_path, "ckpt-03-0.50.kgraph"))
+    restored = kgraph.load_model(os.path.join(tmp_path, "ckpt-03-0.50.pkl"))
     np.testing.assert_array_equal(restored.layers[-1].kernel.value, 2.0)
 
 
 def test_model_checkpoint_weights_every_n_batches(tmp_path):
     model = small_model()
-    path = os.path.join(tmp_path, "sub", "w-{epoch}-{batch}.weights")
+    path = os.path.join(tmp_path, "sub", "w-{epoch}-{batch}.weights.pkl")
     checkpoint = callbacks.ModelCheckpoint(path, save_weights_only=True, save_freq=2)
     cbs = callbacks.CallbackList([checkpoint], model=model)
     cbs.on_train_begin()
@@ -147,7 +147,8 @@ def test_model_checkpoint_weights_every_n_batches(tmp_path):
         for batch in range(3):
             cbs.on_train_batch_end(batch, {"loss": 1.0})
         cbs.on_epoch_end(epoch, {"loss": 1.0})
-    assert sorted(os.listdir(os.path.join(tmp_path, "sub"))) == ["w-1-2.weights", "w-2-1.weights", "w-2-3.weights"]
+    assert sorted(os.listdir(os.path.join(tmp_path, "sub"))) == \
+        ["w-1-2.weights.pkl", "w-2-1.weights.pkl", "w-2-3.weights.pkl"]
     with pytest.raises(ValueError, match="save_freq"):
         callbacks.ModelCheckpoint(path, save_freq="often")
 

@@ -201,5 +201,5 @@ def test_invalid_arguments_are_clear_errors(tmp_path):
 def test_without_the_extra_the_error_names_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "tensorboardX", None)
     monkeypatch.setitem(sys.modules, "tensorboardX.event_file_writer", None)
-    with pytest.raises(ImportError, match=r'pip install "kgraph\[tensorboard\]"'):
+    with pytest.raises(ImportError, match=r'pip install "kgraph-engine\[tensorboard\]"'):
         callbacks.TensorBoard(tmp_path)

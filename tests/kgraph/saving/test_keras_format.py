@@ -296,7 +296,7 @@ def test_unknown_class_names_it_and_custom_objects(tmp_path):
 
 def test_missing_h5py_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "h5py", None)
-    with pytest.raises(ImportError, match=r"kgraph\[keras\]"):
+    with pytest.raises(ImportError, match=r"kgraph-engine\[keras\]"):
         kgraph.load_model(DATA / "mlp.keras")
 
 

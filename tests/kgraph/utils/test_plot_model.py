@@ -10,7 +10,7 @@ from kgraph import layers
 from kgraph.utils import model_to_dot, plot_model
 
 requires_pydot = pytest.mark.skipif(importlib.util.find_spec("pydot") is None,
-                                    reason='needs the plot extra: pip install "kgraph[plot]"')
+                                    reason='needs the plot extra: pip install "kgraph-engine[plot]"')
 requires_dot = pytest.mark.skipif(importlib.util.find_spec("pydot") is None or shutil.which("dot") is None,
                                   reason="needs pydot and Graphviz's dot program (apt-get install graphviz)")
 
@@ -122,5 +122,5 @@ def test_without_graphviz_the_error_says_how_to_install_it(tmp_path, monkeypatch
 def test_without_pydot_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pydot", None)
     for function in (model_to_dot, plot_model):
-        with pytest.raises(ImportError, match=r'pip install "kgraph\[plot\]"'):
+        with pytest.raises(ImportError, match=r'pip install "kgraph-engine\[plot\]"'):
             function(nested_model())
