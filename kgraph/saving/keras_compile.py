@@ -32,7 +32,8 @@ _INERT = {("use_ema", False), ("ema_momentum", 0.99), ("amsgrad", False)}
 
 def compile_config(model: Model) -> dict[str, Any]:
     """Keras's ``compile_config`` of a compiled model; the model's own ``get_compile_config()`` where it has one."""
-    if hasattr(model, "get_compile_config"):
+    from kgraph.trainers.trainer import Trainer
+    if type(model).get_compile_config is not Trainer.get_compile_config:  # the user's own
         return serialize_dict(model.get_compile_config())
     return default_compile_config(model)
 
@@ -48,8 +49,11 @@ def default_compile_config(model: Model) -> dict[str, Any]:
 
 def compile_from_config(model: Model, config: Mapping[str, Any], custom_objects: CustomObjects | None = None) -> None:
     """``model.compile`` as ``config`` says; the model's own ``compile_from_config(config)`` where it has one."""
-    if hasattr(model, "compile_from_config"):
+    from kgraph.trainers.trainer import Trainer
+    if type(model).compile_from_config is not Trainer.compile_from_config:  # the user's own
         model.compile_from_config(config)
+    elif type(model).compile is not Trainer.compile:
+        model.compile_from_config(config)  # Keras's default: warns that the custom compile() is not called
     else:
         default_compile_from_config(model, config, custom_objects)
 

@@ -107,6 +107,24 @@ class Trainer:
             outputs = self.functional._outputs_struct
         return outputs
 
+    def get_compile_config(self):
+        """The arguments ``compile`` was given, serialized as Keras writes them (None before ``compile``)."""
+        if not self.compiled or self._compile_config is None:
+            return None
+        from kgraph.saving.keras_compile import default_compile_config
+        return default_compile_config(self)
+
+    def compile_from_config(self, config):
+        """``compile`` from ``get_compile_config()`` output (Keras's loading calls it; a subclass may override
+        it for a ``compile`` of its own)."""
+        if type(self).compile is not Trainer.compile:
+            warnings.warn(f"`compile()` was not called as part of loading model '{self.name}': its class defines a "
+                          "`compile()` of its own. Override `compile_from_config()` to call it from the saved "
+                          "config, or call `compile()` after loading.", stacklevel=2)
+            return
+        from kgraph.saving.keras_compile import default_compile_from_config
+        default_compile_from_config(self, config)
+
     def _require_compiled(self, what):
         if not self.compiled:
             raise RuntimeError(f"You must call `compile()` on model '{self.name}' before calling `{what}()`.")

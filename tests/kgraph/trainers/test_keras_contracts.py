@@ -309,3 +309,25 @@ def test_fit_on_a_pydataset_ignores_batch_size_silently_as_keras():
         loss = model.evaluate(_Batches(x, y, 8), batch_size=3, verbose=0)
     assert loss == pytest.approx(reference.evaluate(x, y, verbose=0), rel=1e-6)
     assert history == expected
+
+
+def test_get_compile_config_and_compile_from_config_as_keras():
+    model = kgraph.Sequential([kgraph.Input((3,)), kgraph.layers.Dense(2)])
+    assert model.get_compile_config() is None
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    config = model.get_compile_config()
+    assert config["loss"] == "mse" and config["metrics"] == ["mae"] and config["optimizer"]["class_name"] == "Adam"
+    other = kgraph.Sequential([kgraph.Input((3,)), kgraph.layers.Dense(2)])
+    other.compile_from_config(config)
+    assert other.compiled and type(other.optimizer).__name__ == "Adam"
+    x, y = np.ones((4, 3), "float32"), np.zeros((4, 2), "float32")
+    assert set(other.evaluate(x, y, verbose=0, return_dict=True)) == {"loss", "mae"}
+
+    class OwnCompile(kgraph.Sequential):
+        def compile(self, scale=1.0, **kwargs):
+            super().compile(**kwargs)
+
+    custom = OwnCompile([kgraph.Input((3,)), kgraph.layers.Dense(2)])
+    with pytest.warns(UserWarning, match="defines a `compile\\(\\)` of its own"):
+        custom.compile_from_config(config)
+    assert not custom.compiled
