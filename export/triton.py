@@ -1,21 +1,22 @@
 """Triton model repository layout: DIR/NAME/config.pbtxt and DIR/NAME/1/model.onnx."""
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING
 
+from google.protobuf import text_format
 from onnx import TensorProto
 
 from export import writer
+from export.defaults import DEFAULT_MAX_BATCH_SIZE
 from export.registry import ExportError
+from serve.proto import model_config_pb2
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import onnx
 
-DEFAULT_MAX_BATCH_SIZE = 64
 
 _TRITON_TYPES = {
     TensorProto.BOOL: "TYPE_BOOL", TensorProto.UINT8: "TYPE_UINT8", TensorProto.UINT16: "TYPE_UINT16",
@@ -26,32 +27,36 @@ _TRITON_TYPES = {
 }
 
 
-def _tensor_block(info):
+def _tensor(entry, info) -> None:
+    """Fill a ModelInput or ModelOutput ENTRY from an ONNX graph input or output."""
     elem = info.type.tensor_type.elem_type
     if elem not in _TRITON_TYPES:
         raise ExportError(f"Tensor '{info.name}' has ONNX element type {TensorProto.DataType.Name(elem)}, which "
                           f"Triton cannot describe; expected one of {sorted(_TRITON_TYPES.values())}.")
+    entry.name = info.name
+    entry.data_type = model_config_pb2.DataType.Value(_TRITON_TYPES[elem])
     # The first axis is the batch axis, which Triton leaves out of dims when max_batch_size > 0.
-    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in info.type.tensor_type.shape.dim[1:]]
-    return ("  {\n"
-            f"    name: {json.dumps(info.name)}\n"
-            f"    data_type: {_TRITON_TYPES[elem]}\n"
-            f"    dims: [ {', '.join(str(d) for d in dims)} ]\n"
-            "  }")
+    entry.dims.extend(d.dim_value if d.HasField("dim_value") else -1 for d in info.type.tensor_type.shape.dim[1:])
+
+
+def model_config(model: onnx.ModelProto, name: str,
+                 max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> model_config_pb2.ModelConfig:
+    """The Triton ModelConfig message for ONNX ``model`` served as ``name``."""
+    if not isinstance(max_batch_size, int) or isinstance(max_batch_size, bool) or max_batch_size < 1:
+        raise ExportError(f"max_batch_size must be a positive integer. Received: {max_batch_size!r}")
+    config = model_config_pb2.ModelConfig(name=name, platform="onnxruntime_onnx", max_batch_size=max_batch_size)
+    for info in model.graph.input:
+        _tensor(config.input.add(), info)
+    for info in model.graph.output:
+        _tensor(config.output.add(), info)
+    config.dynamic_batching.SetInParent()
+    return config
 
 
 def config_text(model: onnx.ModelProto, name: str, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE) -> str:
-    """The config.pbtxt text for ONNX ``model`` served as ``name``."""
-    if not isinstance(max_batch_size, int) or max_batch_size < 1:
-        raise ExportError(f"max_batch_size must be a positive integer. Received: {max_batch_size!r}")
-    inputs = ",\n".join(_tensor_block(i) for i in model.graph.input)
-    outputs = ",\n".join(_tensor_block(o) for o in model.graph.output)
-    return (f"name: {json.dumps(name)}\n"
-            'platform: "onnxruntime_onnx"\n'
-            f"max_batch_size: {max_batch_size}\n"
-            f"input [\n{inputs}\n]\n"
-            f"output [\n{outputs}\n]\n"
-            "dynamic_batching { }\n")
+    """The config.pbtxt text for ONNX ``model`` served as ``name`` (protobuf text format)."""
+    config = model_config(model, name, max_batch_size)
+    return text_format.MessageToString(config, as_utf8=True, use_short_repeated_primitives=True)
 
 
 def write_repository(model: onnx.ModelProto, directory: os.PathLike[str] | str, name: str,

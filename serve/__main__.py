@@ -1,31 +1,25 @@
-"""Command line: python -m serve PATH [options]."""
+"""Command line: kgraph-serve (or python -m serve) PATH [options].
+
+The web stack and onnxruntime load only once the arguments are parsed, so ``--help`` and ``--version`` answer at
+once.
+"""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import uvicorn
+from serve import __version__
+from serve.defaults import CUDA_DEFAULTS, MODES, default_threads
 
-from serve.app import create_app
-from serve.config import RepositoryError
-from serve.control import MODES, ModelControl, Restriction
-from serve.dataplane import DataPlane
-from serve.grpc_server import GrpcServer, InferenceServicer
-from serve.repository import Repository, model_names
-from serve.runtime import (
-    CUDA_DEFAULTS,
-    InferencePool,
-    RuntimeSetupError,
-    default_threads,
-    parse_cuda_options,
-    parse_device,
-    select_providers,
-)
+if TYPE_CHECKING:
+    from serve.control import Restriction
 
 logger = logging.getLogger("serve")
 
@@ -54,6 +48,8 @@ def _seconds(text: str) -> float:
 
 
 def _device(text: str) -> str:
+    from serve.runtime import RuntimeSetupError, parse_device
+
     try:
         parse_device(text)
     except RuntimeSetupError as exc:
@@ -62,16 +58,25 @@ def _device(text: str) -> str:
 
 
 def _restriction(text: str) -> Restriction:
+    from serve.control import Restriction
+
     try:
         return Restriction.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _prog() -> str:
+    """The program name of the help and errors: the console script's own, else ``python -m serve``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    name = name[:-4] if name.lower().endswith(".exe") else name
+    return name if name.startswith("kgraph-") else "python -m serve"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
     parser = argparse.ArgumentParser(
-        prog="python -m serve",
+        prog=_prog(),
         description=(
             "Serve ONNX models with onnxruntime over the Open Inference Protocol "
             "(KServe V2 / Triton, REST and gRPC), with dynamic batching."
@@ -79,10 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Dynamic batching merges concurrent requests for a model along axis 0 into one run. "
             "Turn it off with --no-batching (or --max-batch-size 0). "
-            "A repository's config.pbtxt may set max_batch_size (0: never batch that model) and "
-            "dynamic_batching { max_queue_delay_microseconds: N }, which override the flags for that model."
+            "A model's config.pbtxt (Triton's model configuration, read strictly: an unknown or unsupported "
+            "field makes that model UNAVAILABLE) overrides the flags for that model: max_batch_size (0: never "
+            "batch), dynamic_batching { max_queue_delay_microseconds, preferred_batch_size, default_queue_policy "
+            "{ max_queue_size } }, instance_group, version_policy (default: the latest version only), "
+            "input/output dims (enforced on every request). "
+            "Exit status: 0 after a clean stop on SIGTERM or SIGINT; 1 when no model could be loaded at startup; "
+            "2 for a command-line or setup error; 3 when a port (HTTP, gRPC or metrics) cannot be bound."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
         "path",
         metavar="PATH",
@@ -94,12 +105,67 @@ def build_parser() -> argparse.ArgumentParser:
     _add_devices(parser.add_argument_group("devices and threads"))
     _add_batching(parser.add_argument_group("dynamic batching"))
     _add_repository(parser.add_argument_group("model repository"))
+    _add_limits(parser.add_argument_group("limits (admission control; 0 turns a limit off)"))
     return parser
+
+
+def _add_limits(group) -> None:
+    """What one request, one model, one connection and all of them together may cost."""
+    limits = [
+        ("--max-json-bytes", 16 << 20, "largest JSON request body (a binary request's JSON header too); "
+         "JSON costs many times its size to parse, so its limit is below --max-request-bytes"),
+        ("--max-request-elements", 1 << 24, "most input elements one request may hold, summed over its inputs "
+         "(413 beyond)"),
+        ("--max-model-elements", 1 << 26, "most input elements the requests held by one model version may "
+         "hold together, queued or running (503 beyond)"),
+        ("--max-queue-size", 0, "most requests one model version keeps waiting for a run beyond the --threads "
+         "that run at once (Triton's max_queue_size; 503 beyond)"),
+        ("--max-inflight-requests", 1024, "most inference requests in flight over REST and gRPC together "
+         "(503, gRPC RESOURCE_EXHAUSTED beyond)"),
+        ("--max-inflight-bytes", 1 << 30, "most request bytes in flight, a JSON body counting 16 times its size "
+         "(503, gRPC RESOURCE_EXHAUSTED beyond)"),
+        ("--max-inference-memory", None, "bytes onnxruntime's CPU arena may hold for every model together, "
+         "weights and runs; a run that needs more fails at once with 503 (gRPC RESOURCE_EXHAUSTED) "
+         "(default: half the machine's or the container's memory)"),
+        ("--grpc-stream-inflight", 8, "requests of one gRPC stream answered at once; the stream's next "
+         "request is read when one finishes"),
+        ("--max-header-bytes", 64 << 10, "largest request line and headers of an HTTP request (431 beyond)"),
+        ("--max-connections", 1000, "most open HTTP connections; more are answered 503 and closed"),
+    ]
+    for flag, default, text in limits:
+        shown = "" if default is None else " (default: %(default)s)"
+        group.add_argument(flag, type=_count(0 if flag != "--grpc-stream-inflight" else 1), default=default,
+                           metavar="N", help=text + shown)
+    group.add_argument("--header-timeout", type=_seconds, default=10.0, metavar="S",
+                       help="seconds an HTTP request's headers may take to arrive (408 after) (default: %(default)s)")
+    group.add_argument("--body-timeout", type=_seconds, default=30.0, metavar="S",
+                       help="seconds an HTTP request body may pause between two pieces (408 after) "
+                       "(default: %(default)s)")
+
+
+def _admission(args):
+    """The model limits and the in-flight admission the flags set; sets the inference memory budget."""
+    from serve.app import raise_open_file_limit
+    from serve.dataplane import Admission
+    from serve.model import ModelLimits
+    from serve.runtime import configure_memory, default_memory_budget
+
+    memory = default_memory_budget() if args.max_inference_memory is None else args.max_inference_memory
+    configure_memory(memory)
+    if args.max_connections:
+        args.max_connections = raise_open_file_limit(args.max_connections)
+    limits = ModelLimits(args.max_request_elements, args.max_model_elements, args.max_queue_size)
+    return limits, Admission(args.max_inflight_requests, args.max_inflight_bytes)
 
 
 def _add_network(group) -> None:
     """Where the server listens and how much it reads."""
-    group.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    group.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind, for every port; 127.0.0.1 answers this machine only: in a container, or to be "
+        "reached from other machines, use 0.0.0.0 (all interfaces) (default: %(default)s)",
+    )
     group.add_argument("--port", type=_count(0), default=8000, help="TCP port (default: %(default)s)")
     group.add_argument(
         "--grpc-port",
@@ -108,6 +174,14 @@ def _add_network(group) -> None:
         metavar="PORT",
         help="TCP port of the gRPC service (inference.GRPCInferenceService) on the same host; "
         "0 turns gRPC off (default: %(default)s)",
+    )
+    group.add_argument(
+        "--metrics-port",
+        type=_count(0),
+        default=0,
+        metavar="PORT",
+        help="also serve GET /metrics (Prometheus text) on this TCP port of the same host, as Triton's "
+        "metrics port (8002) does; /metrics stays on --port too; 0: no separate port (default: %(default)s)",
     )
     group.add_argument(
         "--max-request-bytes",
@@ -210,6 +284,17 @@ def _add_repository(group) -> None:
         default="info",
         help="log verbosity (default: %(default)s)",
     )
+    group.add_argument(
+        "--log-verbose",
+        type=_count(0),
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="N",
+        help="1 (or the flag alone): an access log line per HTTP request (client, request line, status) and per "
+        "gRPC call (peer, method, status, milliseconds), at info level; --log-level debug turns it on too "
+        "(default: %(default)s)",
+    )
 
 
 def _loopback(host: str) -> bool:
@@ -219,22 +304,55 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, reporting not-ready as soon as a shutdown signal arrives."""
+def _server(app, args, repository):
+    """uvicorn's server for ``app``, reporting not-ready as soon as a shutdown signal arrives."""
+    import uvicorn
 
-    def __init__(self, config: uvicorn.Config, repository: Repository) -> None:
-        super().__init__(config)
-        self.repository = repository
+    from serve.app import ConnectionLimits, guarded_protocol
 
-    def handle_exit(self, sig, frame) -> None:
-        """Start draining: readiness turns 503 while accepted requests finish."""
-        self.repository.begin_drain()
-        super().handle_exit(sig, frame)
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            """Start draining: readiness turns 503 while accepted requests finish."""
+            repository.begin_drain()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        log_config=None,
+        access_log=args.log_verbose > 0 or args.log_level == "debug",
+        lifespan="on",
+        server_header=False,
+        proxy_headers=False,
+        http=guarded_protocol(
+            ConnectionLimits(args.max_header_bytes or 1 << 62, args.header_timeout, args.body_timeout,
+                             args.max_connections or 1 << 62)
+        ),
+    )
+    return Server(config)
+
+
+def _metrics_server(args, plane):
+    """The server of --metrics-port, or None."""
+    from serve.metrics import MetricsServer
+
+    return MetricsServer(plane.exposition, args.host, args.metrics_port) if args.metrics_port else None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the server until SIGTERM or SIGINT; returns the process exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from serve.app import create_app
+    from serve.config import RepositoryError
+    from serve.control import ModelControl
+    from serve.dataplane import DataPlane
+    from serve.grpc_server import GrpcServer, InferenceServicer
+    from serve.repository import Repository, model_names
+    from serve.runtime import InferencePool, RuntimeSetupError, parse_cuda_options, select_providers
+
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(message)s",
@@ -247,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.path} holds no models (expected NAME/config.pbtxt and NAME/<version>/model.onnx)"
             )
     except (RuntimeSetupError, RepositoryError) as exc:
-        print(f"python -m serve: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     if args.model_control_mode == "explicit" and args.restricted_api is None and not _loopback(args.host):
         logger.warning(
@@ -257,32 +375,29 @@ def main(argv: list[str] | None = None) -> int:
         )
     max_batch_size = 0 if args.no_batching else args.max_batch_size
     pool = InferencePool(args.threads)
+    model_limits, admission = _admission(args)
     repository = Repository(
-        args.path, placement, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us, cuda_options
+        args.path, placement, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us, cuda_options,
+        model_limits,
     )
     control = ModelControl(repository, args.model_control_mode, args.repository_poll_secs)
-    server: _Server | None = None
+    server = None
+    status: list[int] = []
 
-    def stop() -> None:
+    def stop(code: int) -> None:
+        status.append(code)
         server.should_exit = True
 
-    plane = DataPlane(repository, control, args.restricted_api)
+    plane = DataPlane(repository, control, args.restricted_api, admission)
     grpc_server = None
     if args.grpc_port:
-        grpc_server = GrpcServer(InferenceServicer(plane), args.host, args.grpc_port, args.max_request_bytes)
-    app = create_app(plane, pool, args.max_request_bytes, on_fatal=stop, grpc_server=grpc_server)
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        server_header=False,
-        proxy_headers=False,
-    )
-    server = _Server(config, repository)
+        servicer = InferenceServicer(plane, args.grpc_stream_inflight)
+        grpc_server = GrpcServer(servicer, args.host, args.grpc_port, args.max_request_bytes,
+                                 access_log=args.log_verbose > 0 or args.log_level == "debug")
+    app = create_app(plane, pool, args.max_request_bytes, on_fatal=stop, grpc_server=grpc_server,
+                     max_json_bytes=args.max_json_bytes, metrics_server=_metrics_server(args, plane),
+                     http_bound=lambda: server.started)
+    server = _server(app, args, repository)
     logger.info(
         "serving %s on http://%s:%d%s with %s, %d inference thread(s), %s, model control %s",
         args.path,
@@ -299,8 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: None)
     server.run()
-    if repository.state == "failed":
-        return 1
+    if status:
+        return status[0]
     logger.info("shut down cleanly")
     return 0
 

@@ -7,6 +7,8 @@ import contextlib
 import logging
 import zlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
@@ -16,22 +18,41 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from serve.control import ModelControl
 from serve.dataplane import OFFLOAD_BYTES, DataPlane
-from serve.protocol import ProtocolError, encode_infer_response, error_body, parse_infer_request
+from serve.protocol import (
+    ProtocolError,
+    check_binary_header,
+    encode_infer_response,
+    error_body,
+    parse_infer_request,
+)
 from serve.repository import Repository
 from serve.runtime import InferencePool
 
 if TYPE_CHECKING:
     from serve.grpc_server import GrpcServer
+    from serve.metrics import MetricsServer
 
 logger = logging.getLogger("serve")
+
+# Exit statuses of a server that stops by itself (0 is a clean stop on SIGTERM or SIGINT, 2 a command-line
+# or setup error, found before anything starts): no model could be loaded; a port could not be bound
+# (uvicorn's own status for the HTTP port).
+EXIT_NO_MODEL = 1
+EXIT_PORT = 3
 
 JSON = "application/json"
 _JSON_HEADER = (b"content-type", b"application/json")
 _BINARY_HEADER = (b"content-type", b"application/octet-stream")
 _ADMIN_BODY_BYTES = 1 << 16
+# A JSON body costs many times its size once parsed (a 63 MB body peaked at +958 MiB), so it counts
+# this many times its size against the bytes in flight; a binary body's tensors are views of it.
+JSON_WEIGHT = 16
+# Binary bodies at least this large have their JSON header checked before the tensors are read.
+_EARLY_CHECK_BYTES = 1 << 20
 
 
 class _Disconnected(Exception):
@@ -68,20 +89,34 @@ def _decompress(body: bytes, encoding: bytes, limit: int) -> bytes:
 
 
 class InferEndpoint:
-    """POST .../infer as a bare ASGI app: bounded body read, validation, batching, encoding."""
+    """POST .../infer as a bare ASGI app: admission, bounded body read, validation, batching, encoding."""
 
-    def __init__(self, plane: DataPlane, max_request_bytes: int) -> None:
+    def __init__(self, plane: DataPlane, max_request_bytes: int, max_json_bytes: int | None = None) -> None:
         self.plane = plane
         self.limit = max_request_bytes
+        self.json_limit = min(max_json_bytes or max_request_bytes, max_request_bytes)
 
     async def __call__(self, scope, receive, send) -> None:
+        admission = self.plane.admission
+        try:
+            admission.enter(0)
+        except ProtocolError as exc:
+            await _send(send, exc.status, error_body(exc.message), [_JSON_HEADER])
+            return
+        held = [0]
+        try:
+            await self._serve(scope, receive, send, held)
+        finally:
+            admission.leave(held[0])
+
+    async def _serve(self, scope, receive, send, held: list[int]) -> None:
         start = perf_counter_ns()
         params = scope["path_params"]
         plane = self.plane
         model = None
         try:
             model = plane.model(params["model"], params.get("version"))
-            body, header_length = await self._read(scope, receive)
+            body, header_length = await self._read(scope, receive, model, held)
             if len(body) < OFFLOAD_BYTES:
                 request = parse_infer_request(body, header_length, model.signature)
             else:
@@ -108,8 +143,8 @@ class InferEndpoint:
             headers = [_BINARY_HEADER, (b"inference-header-content-length", str(json_length).encode())]
             await _send(send, 200, payload, headers)
 
-    async def _read(self, scope, receive) -> tuple[bytes, int | None]:
-        limit = self.limit
+    def _headers(self, scope) -> tuple[int | None, int | None, bytes | None]:
+        """Content-Length, Inference-Header-Content-Length and Content-Encoding, checked against the limits."""
         declared = header_length = encoding = None
         for name, value in scope["headers"]:
             if name == b"content-length":
@@ -118,14 +153,37 @@ class InferEndpoint:
                 header_length = value
             elif name == b"content-encoding":
                 encoding = value.strip().lower()
-        if declared is not None and declared.isdigit() and (len(declared) > 19 or int(declared) > limit):
-            raise ProtocolError(f"the request body is {declared.decode()} bytes, the limit is {limit} bytes", 413)
         if header_length is not None:
             if not header_length.strip().isdigit() or len(header_length.strip()) > 19:
                 raise ProtocolError(
                     f"Inference-Header-Content-Length must be a byte count, got {header_length.decode('latin-1')!r}"
                 )
             header_length = int(header_length)
+            if header_length > self.json_limit:
+                raise ProtocolError(
+                    f"the request's JSON header is {header_length} bytes, the limit is {self.json_limit} bytes", 413
+                )
+        limit = self.limit if header_length is not None else self.json_limit
+        if declared is not None and declared.isdigit():
+            if len(declared) > 19 or int(declared) > limit:
+                kind = "binary" if header_length is not None else "JSON"
+                raise ProtocolError(
+                    f"the {kind} request body is {declared.decode()} bytes, the limit is {limit} bytes", 413
+                )
+            declared = int(declared)
+        else:
+            declared = None
+        return declared, header_length, encoding
+
+    async def _read(self, scope, receive, model, held: list[int]) -> tuple[bytes, int | None]:
+        declared, header_length, encoding = self._headers(scope)
+        limit = self.limit if header_length is not None else self.json_limit
+        weight = 1 if header_length is not None else JSON_WEIGHT
+        admission = self.plane.admission
+        if declared:
+            admission.grow(declared * weight)
+            held[0] += declared * weight
+        early = header_length is not None and declared is not None and declared >= _EARLY_CHECK_BYTES
         chunks = []
         size = 0
         while True:
@@ -136,7 +194,19 @@ class InferEndpoint:
             size += len(chunk)
             if size > limit:
                 raise ProtocolError(f"the request body exceeds the limit of {limit} bytes", 413)
+            if declared is None:
+                admission.grow(len(chunk) * weight)
+                held[0] += len(chunk) * weight
             chunks.append(chunk)
+            if early and size >= header_length and encoding in (None, b"identity"):
+                early = False
+                head = b"".join(chunks)[:header_length]
+                announced = check_binary_header(head, model.signature)
+                if header_length + announced != declared:
+                    raise ProtocolError(
+                        f"the request body is {declared} bytes, its JSON header ({header_length} bytes) announces "
+                        f"{announced} binary bytes after it"
+                    )
             if not message.get("more_body", False):
                 break
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -217,7 +287,7 @@ class _Endpoints:
         return _json({})
 
     async def metrics(self, request: Request) -> Response:
-        return Response(self.plane.metrics(), media_type="text/plain; version=0.0.4; charset=utf-8")
+        return Response(await self.plane.metrics(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 def _model_of(request: Request) -> tuple[str, str | None]:
@@ -277,39 +347,57 @@ def _lifespan(
     repository: Repository,
     control: ModelControl,
     pool: InferencePool,
-    on_fatal: Callable[[], None],
-    grpc_server: GrpcServer | None,
+    on_fatal: Callable[[int], None],
+    listeners: list,
+    http_bound: Callable[[], bool] | None,
 ) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
-    """The app's lifespan: loading (and the gRPC server) start with it, and everything drains at its end."""
+    """The app's lifespan: the other ports (gRPC, metrics) open and loading starts with it; "server ready"
+    is logged once the models are loaded and every port is bound; everything drains at its end."""
+    stopping: list[bool] = []
 
     async def load() -> None:
         try:
-            if grpc_server is not None:
-                await grpc_server.start()
+            for listener in listeners:
+                await listener.start()
+        except Exception as exc:
+            repository.state = "failed"
+            logger.error("cannot serve: %s", exc)
+            on_fatal(EXIT_PORT)
+            return
+        try:
             loaded_any = await control.start()
         except Exception as exc:
             repository.state = "failed"
             logger.error("cannot serve: %s", exc)
-            on_fatal()
+            on_fatal(EXIT_NO_MODEL)
             return
         if not loaded_any:
             repository.state = "failed"
             logger.error("cannot serve: no model could be loaded (see the errors above)")
-            on_fatal()
+            on_fatal(EXIT_NO_MODEL)
             return
+        # uvicorn binds the HTTP port after the lifespan has started; when that bind fails it ends the
+        # lifespan instead, and the server must not have claimed to be ready.
+        while http_bound is not None and not http_bound():
+            if stopping:
+                return
+            await asyncio.sleep(0.01)
         logger.info("server ready: %d model version(s)", len(repository.all_versions()))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
+        # Before the port opens: every model on disk answers 503 "loading" until it loads, never 404.
+        control.announce()
         loader = asyncio.get_running_loop().create_task(load())
         try:
             yield
         finally:
+            stopping.append(True)
             if not loader.done():
                 await asyncio.wait([loader])
             await control.stop()
-            if grpc_server is not None:
-                await grpc_server.stop()
+            for listener in listeners:
+                await listener.stop()
             if repository.state != "failed":
                 await repository.close()
             await asyncio.get_running_loop().run_in_executor(None, pool.shutdown)
@@ -321,12 +409,17 @@ def create_app(
     plane: DataPlane,
     pool: InferencePool,
     max_request_bytes: int,
-    on_fatal: Callable[[], None],
+    on_fatal: Callable[[int], None],
     grpc_server: GrpcServer | None = None,
+    max_json_bytes: int | None = None,
+    metrics_server: MetricsServer | None = None,
+    http_bound: Callable[[], bool] | None = None,
 ) -> ServeApp:
-    """The ASGI application serving a data plane; loading (and the gRPC server) start with the app's lifespan."""
-    infer = InferEndpoint(plane, max_request_bytes)
-    lifespan = _lifespan(plane.repository, plane.control, pool, on_fatal, grpc_server)
+    """The ASGI application serving a data plane; the gRPC and metrics ports open and loading starts with the
+    app's lifespan. ON_FATAL(exit status) stops the server; HTTP_BOUND tells whether the HTTP port is bound."""
+    infer = InferEndpoint(plane, max_request_bytes, max_json_bytes)
+    listeners = [server for server in (grpc_server, metrics_server) if server is not None]
+    lifespan = _lifespan(plane.repository, plane.control, pool, on_fatal, listeners, http_bound)
     errors = {404: _http_error, 405: _http_error}
     starlette = Starlette(routes=_routes(plane, infer), lifespan=lifespan, exception_handlers=errors)
     return ServeApp(starlette, infer)
@@ -352,3 +445,160 @@ class ServeApp:
                     scope["path_params"] = {"model": parts[3], "version": parts[5]}
                     return await self.infer(scope, receive, send)
         await self.starlette(scope, receive, send)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What one HTTP connection may cost: header bytes (431 beyond), seconds for a request's headers to
+    arrive and between two pieces of its body (408 after), and how many connections are open at once."""
+
+    max_header_bytes: int = 64 * 1024
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_connections: int = 1000
+
+
+_LINGER_S = 1.0
+# Files kept free of HTTP connections under the open-file limit: models, gRPC, logs, the event loop.
+_SPARE_FILES = 256
+
+
+def _raw_response(status: int, message: str) -> bytes:
+    body = error_body(message)
+    head = (
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, bounded by its LIMITS (uvicorn's own bounds none of these): counts
+    header bytes and times the header and body phases of each request on the connection.
+
+    Timers start only when a phase outlasts one read (a request that arrives whole sets none),
+    and reads paused by the server's own flow control do not count against the client.
+    """
+
+    limits = ConnectionLimits()
+
+    def connection_made(self, transport) -> None:
+        self._refused = len(self.connections) >= self.limits.max_connections
+        if self._refused:
+            transport.write(_raw_response(503, "the server has too many open connections; retry later"))
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._lingering = False
+        self._awaiting_headers = True
+        self._header_bytes = 0
+        self._body_seen = 0.0
+        self._body_timer = None
+        self._header_timer = self.loop.call_later(self.limits.header_timeout_s, self._header_expired)
+
+    def connection_lost(self, exc) -> None:
+        if self._refused:
+            return
+        self._cancel_timers()
+        super().connection_lost(exc)
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._header_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._header_timer = self._body_timer = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return
+        if self._awaiting_headers:
+            self._header_bytes += len(data)
+        super().data_received(data)
+        if self.transport.is_closing():
+            return
+        if self._awaiting_headers:
+            if self._header_bytes > self.limits.max_header_bytes:
+                self._refuse(431, f"the request's headers exceed {self.limits.max_header_bytes} bytes")
+            elif self._header_bytes and self._header_timer is None:
+                self._header_timer = self.loop.call_later(self.limits.header_timeout_s, self._header_expired)
+        elif self.cycle is not None and self.cycle.more_body:
+            self._body_seen = self.loop.time()
+            if self._body_timer is None:
+                self._body_timer = self.loop.call_later(self.limits.body_timeout_s, self._body_expired)
+
+    def on_headers_complete(self) -> None:
+        self._awaiting_headers = False
+        self._header_bytes = 0
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        self._body_seen = self.loop.time()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._awaiting_headers = True
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        super().on_message_complete()
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer STATUS (unless a response of the current request has begun) and close.
+
+        The close lingers: what the client still sends is discarded for a moment, so that its
+        kernel does not meet a reset (which would drop the answer) while it finishes sending.
+        """
+        self._cancel_timers()
+        if self.cycle is None or not self.cycle.response_started:
+            self.transport.write(_raw_response(status, message))
+        if self.cycle is not None:
+            # The application's receive() answers a disconnect and its send() writes nothing.
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self._lingering = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(_LINGER_S, self.transport.close)
+
+    def _header_expired(self) -> None:
+        self._header_timer = None
+        if self._awaiting_headers and not self.transport.is_closing():
+            self._refuse(408, f"the request's headers did not arrive within {self.limits.header_timeout_s:g} s")
+
+    def _body_expired(self) -> None:
+        self._body_timer = None
+        if self._awaiting_headers or self.transport.is_closing():
+            return
+        idle = self.loop.time() - self._body_seen
+        if self.flow.read_paused or idle < self.limits.body_timeout_s:
+            wait = self.limits.body_timeout_s - idle if not self.flow.read_paused else self.limits.body_timeout_s
+            self._body_timer = self.loop.call_later(max(wait, 0.01), self._body_expired)
+            return
+        self._refuse(408, f"the request body stopped arriving for {self.limits.body_timeout_s:g} s")
+
+
+def guarded_protocol(limits: ConnectionLimits) -> type:
+    """The HTTP protocol class for uvicorn's Config(http=...), bounded by LIMITS."""
+    return type("GuardedHttpToolsProtocol", (GuardedHttpToolsProtocol,), {"limits": limits})
+
+
+def raise_open_file_limit(connections: int) -> int:
+    """Let the process hold CONNECTIONS sockets besides its files, as far as the hard limit allows; returns
+    the connections that fit (CONNECTIONS, or fewer where the limit cannot be raised enough)."""
+    try:
+        import resource
+    except ImportError:
+        return connections
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + _SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        fitted = max(1, soft - _SPARE_FILES)
+        logger.warning("the open-file limit is %d: at most %d HTTP connections (--max-connections %d)",
+                       soft, fitted, connections)
+        return fitted
+    return connections

@@ -39,13 +39,20 @@ class Batcher:
         stats: ModelStats,
         max_rows: int,
         max_delay_s: float,
+        max_queue_size: int = 0,
+        max_elements: int = 0,
+        name: str = "the model",
     ) -> None:
+        """MAX_QUEUE_SIZE bounds the requests waiting for a run beyond the pool's threads, and
+        MAX_ELEMENTS the input elements of every request held (queued or running); 0 turns a bound off."""
         self._session = session
         self._pool = pool
         self._stats = stats
         self.max_rows = max_rows
         self.max_delay_s = max_delay_s
         self.enabled = max_rows > 1
+        # config.pbtxt's preferred_batch_size: a batch of one of these row counts runs without waiting out the delay.
+        self.preferred_rows: tuple[int, ...] = ()
         self._input_names = [spec.name for spec in session.inputs]
         self._queue: deque[_Job] = deque()
         self._waiter: asyncio.Future | None = None
@@ -53,7 +60,11 @@ class Batcher:
         self._task: asyncio.Task | None = None
         self._slots: asyncio.Semaphore | None = None
         self._running: set[asyncio.Task] = set()
+        self.max_queue_size = max_queue_size
+        self.max_elements = max_elements
+        self.name = name
         self.pending = 0
+        self.elements = 0
 
     def start(self) -> None:
         """Start the batching loop on the running event loop."""
@@ -73,7 +84,9 @@ class Batcher:
     async def infer(self, request: InferRequest) -> list[np.ndarray]:
         """Outputs (in model order) of a validated request, run alone or merged with its neighbours."""
         loop = asyncio.get_running_loop()
+        elements = self._admit(request)
         self.pending += 1
+        self.elements += elements
         try:
             if self._task is None or self._task.done() or request.key is None:
                 job = _Job(request, None, loop.time())
@@ -85,9 +98,28 @@ class Batcher:
                 await job.future
         finally:
             self.pending -= 1
+            self.elements -= elements
         if isinstance(job.result, ProtocolError):
             raise job.result
         return job.result
+
+    def _admit(self, request: InferRequest) -> int:
+        """The input elements of REQUEST, or a capacity error when the model's queue or element budget is full."""
+        if self.max_queue_size and self.pending >= self.max_queue_size + self._pool.threads:
+            raise ProtocolError(
+                f"model '{self.name}' has {self.max_queue_size} requests waiting, its max_queue_size; retry later",
+                503,
+                exhausted=True,
+            )
+        elements = sum(array.size for array in request.inputs.values())
+        if self.max_elements and self.pending and self.elements + elements > self.max_elements:
+            raise ProtocolError(
+                f"model '{self.name}' holds {self.elements} input elements in flight, this request's {elements} "
+                f"would pass its budget of {self.max_elements}; retry later",
+                503,
+                exhausted=True,
+            )
+        return elements
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -139,7 +171,7 @@ class Batcher:
             batch: list[_Job] = []
             rows = self._take(batch, 0)
             deadline = batch[0].arrival + self.max_delay_s
-            while rows < self.max_rows and not self._closing:
+            while rows < self.max_rows and rows not in self.preferred_rows and not self._closing:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
@@ -155,7 +187,7 @@ class Batcher:
         try:
             executions = await self._pool.run(self._execute, batch)
             for start_ns, jobs, input_ns, infer_ns, output_ns in executions:
-                queue_ns = sum(start_ns - job.enqueued_ns for job in jobs)
+                queue_ns = [start_ns - job.enqueued_ns for job in jobs]
                 rows = sum(job.request.rows for job in jobs)
                 self._stats.record_execution(rows, len(jobs), queue_ns, input_ns, infer_ns, output_ns)
         except Exception as exc:

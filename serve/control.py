@@ -7,12 +7,13 @@ import hmac
 import logging
 from dataclasses import dataclass
 
+from serve.config import RepositoryError
+from serve.defaults import MODES
 from serve.protocol import ProtocolError
 from serve.repository import Repository, fingerprint, model_names
 
 logger = logging.getLogger("serve.control")
 
-MODES = ("none", "poll", "explicit")
 RESTRICTABLE = ("model-repository",)
 
 
@@ -27,6 +28,14 @@ class ModelControl:
         self.poll_interval_s = poll_interval_s
         self._seen: dict[str, tuple] = {}
         self._poller: asyncio.Task | None = None
+
+    def announce(self) -> None:
+        """Report every model on disk as LOADING (503) until it loads; call before the first request.
+        A repository that cannot be listed is reported by start()."""
+        try:
+            self.repository.announce(model_names(self.repository.root))
+        except (RepositoryError, OSError):
+            pass
 
     async def start(self) -> bool:
         """Load every model on disk; False when none loaded and no later load could add one."""

@@ -6,7 +6,10 @@ status) for a request it refuses; a transport only decodes requests and encodes 
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import logging
+import threading
 from collections.abc import Mapping
 from time import perf_counter_ns
 
@@ -14,7 +17,7 @@ import numpy as np
 
 from serve import EXTENSIONS, SERVER_NAME, __version__
 from serve.control import ModelControl, Restriction
-from serve.metrics import prometheus_text
+from serve.metrics import Exposition
 from serve.model import ModelVersion
 from serve.protocol import InferRequest, ProtocolError
 from serve.repository import Repository
@@ -26,6 +29,80 @@ logger = logging.getLogger("serve.dataplane")
 OFFLOAD_BYTES = 1 << 20
 
 
+def _libc_malloc_trim():
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+# After a large request, glibc keeps the freed buffers of the threads that decoded and ran it (the
+# gRPC stream case kept +600 MB for good); malloc_trim returns them. Measured in benchmarks/hostile_serve.py.
+_malloc_trim = _libc_malloc_trim()
+_TRIM_BYTES = 4 << 20
+_TRIM_DELAY_S = 0.05
+
+
+class Admission:
+    """Bounds the inference requests in flight over both transports, and the bytes they hold.
+
+    A request enters with the bytes it declares (or brings) and leaves once answered; one that
+    would pass either bound is refused at once with a capacity error (503, RESOURCE_EXHAUSTED).
+    One request always gets in when nothing else is in flight, so no single request is refused
+    for the byte bound alone: the per-request limits handle those.
+    """
+
+    def __init__(self, max_requests: int = 0, max_bytes: int = 0) -> None:
+        self.max_requests = max_requests
+        self.max_bytes = max_bytes
+        self.requests = 0
+        self.bytes = 0
+        self._trimming = False
+
+    def enter(self, nbytes: int) -> None:
+        """Admit a request holding NBYTES, or raise the capacity error."""
+        if self.max_requests and self.requests >= self.max_requests:
+            raise ProtocolError(
+                f"the server has {self.requests} inference requests in flight, its limit; retry later", 503, exhausted=True
+            )
+        self.requests += 1
+        try:
+            self.grow(nbytes)
+        except ProtocolError:
+            self.requests -= 1
+            raise
+
+    def grow(self, nbytes: int) -> None:
+        """Count NBYTES more for an admitted request (a body arriving in chunks), or raise the capacity error."""
+        if self.max_bytes and self.bytes + nbytes > self.max_bytes and self.requests > 1:
+            raise ProtocolError(
+                f"the server holds {self.bytes} bytes of requests in flight, {nbytes} more would pass its limit of "
+                f"{self.max_bytes}; retry later",
+                503,
+                exhausted=True,
+            )
+        self.bytes += nbytes
+
+    def leave(self, nbytes: int) -> None:
+        """Release an admitted request that held NBYTES in all."""
+        self.requests -= 1
+        self.bytes -= nbytes
+        if nbytes >= _TRIM_BYTES and not self._trimming and _malloc_trim is not None:
+            self._trimming = True
+            asyncio.get_running_loop().call_later(_TRIM_DELAY_S, self._trim)
+
+    def _trim(self) -> None:
+        """Hand the C heap's free pages back to the system (off the event loop)."""
+
+        def trim() -> None:
+            try:
+                _malloc_trim(0)
+            finally:
+                self._trimming = False
+
+        threading.Thread(target=trim, name="serve-trim", daemon=True).start()
+
+
 class DataPlane:
     """Health, metadata, statistics, repository control and the steps of inference, independent of transport.
 
@@ -35,10 +112,13 @@ class DataPlane:
     encodes them -> infer_succeeded(), or infer_failed() for whatever went wrong on the way.
     """
 
-    def __init__(self, repository: Repository, control: ModelControl, restriction: Restriction | None = None) -> None:
+    def __init__(self, repository: Repository, control: ModelControl, restriction: Restriction | None = None,
+                 admission: Admission | None = None) -> None:
         self.repository = repository
         self.control = control
         self.restriction = restriction
+        self.admission = admission or Admission()
+        self.exposition = Exposition(lambda: self.repository.all_versions())
 
     def live(self) -> bool:
         """Whether the server process answers (always, once it does)."""
@@ -78,9 +158,9 @@ class DataPlane:
             models = repository.all_versions()
         return {"model_stats": [m.stats.to_json(m.name, m.version) for m in models]}
 
-    def metrics(self) -> str:
-        """Every loaded version's statistics in Prometheus text format."""
-        return prometheus_text(self.repository.all_versions())
+    async def metrics(self) -> str:
+        """Every loaded version's statistics, latency histograms and the process's metrics, in Prometheus text format."""
+        return await self.exposition.render()
 
     def check_restricted(self, headers: Mapping[str, str]) -> None:
         """Raise a 403 error unless HEADERS (HTTP headers or gRPC metadata) unlock the model-repository API."""

@@ -13,6 +13,7 @@ from serve.protocol import (
     Signature,
     TensorSpec,
     batch_key,
+    check_elements,
     check_not_empty,
     check_shape,
     datatype_of,
@@ -79,8 +80,13 @@ def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> I
             f"raw_input_contents has {len(raw)} entries, the request has {len(request.inputs)} inputs; "
             "send every input raw or none"
         )
+    if raw and any(tensor.HasField("contents") for tensor in request.inputs):
+        raise ProtocolError(
+            "the request has both raw_input_contents and typed contents; send every input one way"
+        )
     specs = {spec.name: spec for spec in signature.inputs}
     inputs: dict[str, np.ndarray] = {}
+    elements = 0
     for index, tensor in enumerate(request.inputs):
         spec = specs.get(tensor.name)
         if spec is None:
@@ -93,6 +99,7 @@ def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> I
             )
         shape = check_shape(spec, list(tensor.shape), signature.max_rows_per_request, signature.batchable)
         count = math.prod(shape)
+        elements = check_elements(elements + count, signature.max_elements)
         if "shared_memory_region" in tensor.parameters:
             raise ProtocolError(f"input '{tensor.name}' uses shared memory, which this server does not support")
         if raw:

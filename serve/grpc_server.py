@@ -48,7 +48,8 @@ def _rpc(method: _Rpc) -> _Rpc:
         try:
             return await method(self, request, context)
         except ProtocolError as exc:
-            await context.abort(status_code(exc.status), exc.message)
+            code = grpc.StatusCode.RESOURCE_EXHAUSTED if exc.exhausted else status_code(exc.status)
+            await context.abort(code, exc.message)
 
     return rpc
 
@@ -61,8 +62,11 @@ def _metadata(context: grpc.aio.ServicerContext) -> dict:
 class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
     """Each RPC of the service: the request message to a data plane call, its answer to the response message."""
 
-    def __init__(self, plane: DataPlane) -> None:
+    def __init__(self, plane: DataPlane, stream_inflight: int = 8) -> None:
+        """STREAM_INFLIGHT bounds the requests of one ModelStreamInfer stream being answered at once: the
+        stream's next request is read only when one finishes, so a flooding client waits on flow control."""
         self.plane = plane
+        self.stream_inflight = stream_inflight
 
     async def ServerLive(self, request, context):
         return pb.ServerLiveResponse(live=self.plane.live())
@@ -75,8 +79,8 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
         try:
             ready = self.plane.model_ready(request.name, request.version)["ready"]
         except ProtocolError as exc:
-            # A loading or unavailable model (503) is simply not ready; an unknown model or version is an error.
-            if exc.status != 503:
+            # As Triton answers: a loading, unavailable or unknown model (or version) is simply not ready.
+            if exc.status not in (404, 503):
                 raise
             ready = False
         return pb.ModelReadyResponse(ready=ready)
@@ -98,9 +102,11 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
         start = perf_counter_ns()
         plane = self.plane
         model = None
+        nbytes = request.ByteSize()
+        plane.admission.enter(nbytes)
         try:
             model = plane.model(request.model_name, request.model_version)
-            if sum(len(raw) for raw in request.raw_input_contents) < OFFLOAD_BYTES:
+            if nbytes < OFFLOAD_BYTES:
                 parsed = parse_grpc_request(request, model.signature)
             else:
                 parsed = await asyncio.to_thread(parse_grpc_request, request, model.signature)
@@ -108,6 +114,8 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
             response = encode_grpc_response(model.name, model.version, request.id, selected)
         except Exception as exc:
             raise plane.infer_failed(model, start, exc) from None
+        finally:
+            plane.admission.leave(nbytes)
         plane.infer_succeeded(model, start)
         return response
 
@@ -130,6 +138,8 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
             running: set[asyncio.Task] = set()
             try:
                 async for request in request_iterator:
+                    if len(running) >= self.stream_inflight:
+                        await asyncio.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
                     task = asyncio.ensure_future(answer(request))
                     running.add(task)
                     task.add_done_callback(running.discard)
@@ -175,18 +185,57 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
         return pb.RepositoryModelUnloadResponse()
 
 
+access_logger = logging.getLogger("serve.access")
+
+
+def _log_call(method: str, start_ns: int, context: grpc.aio.ServicerContext) -> None:
+    code = context.code() or grpc.StatusCode.OK
+    access_logger.info("%s gRPC %s %s %.3f ms", context.peer(), method, code.name,
+                       (perf_counter_ns() - start_ns) / 1e6)
+
+
+class _AccessLog(grpc.aio.ServerInterceptor):
+    """An access log line for every call once it ends: peer, method, status code and duration (--log-verbose)."""
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        method = details.method
+        if handler is not None and handler.unary_unary is not None:
+            behaviour = handler.unary_unary
+
+            async def unary(request, context):
+                context.add_done_callback(functools.partial(_log_call, method, perf_counter_ns()))
+                return await behaviour(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
+        if handler is not None and handler.stream_stream is not None:
+            stream_behaviour = handler.stream_stream
+
+            async def stream(requests, context):
+                context.add_done_callback(functools.partial(_log_call, method, perf_counter_ns()))
+                async for response in stream_behaviour(requests, context):
+                    yield response
+
+            return grpc.stream_stream_rpc_method_handler(stream, handler.request_deserializer,
+                                                         handler.response_serializer)
+        return handler
+
+
 class GrpcServer:
     """grpcio's asyncio server for the service, started and stopped with the REST app."""
 
-    def __init__(self, servicer: InferenceServicer, host: str, port: int, max_request_bytes: int) -> None:
+    def __init__(self, servicer: InferenceServicer, host: str, port: int, max_request_bytes: int,
+                 access_log: bool = False) -> None:
         self.servicer = servicer
         self.address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
         self.max_request_bytes = max_request_bytes
+        self.access_log = access_log
         self._server: grpc.aio.Server | None = None
 
     async def start(self) -> None:
         """Bind and start serving on the running event loop."""
         server = grpc.aio.server(
+            interceptors=[_AccessLog()] if self.access_log else None,
             options=[
                 ("grpc.max_receive_message_length", self.max_request_bytes),
                 ("grpc.max_send_message_length", -1),

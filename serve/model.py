@@ -29,10 +29,21 @@ class ModelSource:
     stamp: tuple = ()
 
 
+@dataclass(frozen=True)
+class ModelLimits:
+    """Admission limits of every model version (0: none): input elements per request, input elements
+    a version holds in flight, and requests waiting in its queue (Triton's max_queue_size)."""
+
+    request_elements: int = 0
+    model_elements: int = 0
+    queue_size: int = 0
+
+
 class ModelVersion:
     """A loaded model version: session, batcher, statistics and its cached metadata."""
 
-    def __init__(self, source: ModelSource, session: ModelSession, pool: InferencePool, max_rows: int, delay_us: int) -> None:
+    def __init__(self, source: ModelSource, session: ModelSession, pool: InferencePool, max_rows: int, delay_us: int,
+                 limits: ModelLimits = ModelLimits()) -> None:
         config = source.config
         self.source = source
         self.name = source.name
@@ -52,8 +63,11 @@ class ModelVersion:
             max_rows = min(max_rows, config.max_batch_size) if max_rows else 0
         if config.max_queue_delay_us is not None:
             delay_us = config.max_queue_delay_us
-        self.batcher = Batcher(session, pool, self.stats, max_rows if batch_axis else 0, delay_us / 1e6)
-        self.signature = Signature(session.inputs, session.outputs, batch_axis, config.max_batch_size or 0)
+        self.batcher = Batcher(session, pool, self.stats, max_rows if batch_axis else 0, delay_us / 1e6,
+                               config.max_queue_size or limits.queue_size, limits.model_elements, source.name)
+        self.batcher.preferred_rows = config.preferred_batch_sizes
+        self.signature = Signature(session.inputs, session.outputs, batch_axis, config.max_batch_size or 0,
+                                   limits.request_elements)
         self.reported_max_batch = config.max_batch_size if config.max_batch_size is not None else (
             max_rows if self.batcher.enabled else 0
         )
@@ -91,10 +105,11 @@ class ModelVersion:
         )
 
     def _instance_group(self) -> dict:
+        count = self.source.config.instance_count
         if self.provider != CUDA:
-            return {"kind": "KIND_CPU", "count": 1}
+            return {"kind": "KIND_CPU", "count": count}
         device = dict(self.session.placement.providers[0][1]).get("device_id", "0")
-        return {"kind": "KIND_GPU", "count": 1, "gpus": [int(device)]}
+        return {"kind": "KIND_GPU", "count": count, "gpus": [int(device)]}
 
     def _config_json(self, source: ModelSource) -> bytes:
         strip = 1 if self.reported_max_batch > 0 else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,12 +55,17 @@ _KIND_NAMES = {
 
 
 class ProtocolError(Exception):
-    """A request the server refuses, with the HTTP status and a message for the client."""
+    """A request the server refuses, with the HTTP status and a message for the client.
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    EXHAUSTED marks a refusal for lack of capacity (a full queue, the in-flight or memory
+    budget): 503 over REST, RESOURCE_EXHAUSTED (rather than UNAVAILABLE) over gRPC.
+    """
+
+    def __init__(self, message: str, status: int = 400, exhausted: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.exhausted = exhausted
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,7 @@ class Signature:
     outputs: tuple[TensorSpec, ...]
     batchable: bool
     max_rows_per_request: int
+    max_elements: int = 0
 
 
 @dataclass(slots=True)
@@ -155,6 +162,15 @@ def check_shape(spec: TensorSpec, shape, max_rows: int, batchable: bool) -> tupl
     if batchable and max_rows and shape[0] > max_rows:
         raise ProtocolError(f"{where} has batch size {shape[0]}, the model's max_batch_size is {max_rows}")
     return tuple(shape)
+
+
+def check_elements(total: int, limit: int) -> int:
+    """TOTAL, the elements of a request's inputs so far, or a 413 error when it passes LIMIT (0: no limit)."""
+    if limit and total > limit:
+        raise ProtocolError(
+            f"the request's inputs hold {total} elements or more, the limit is {limit} elements per request", 413
+        )
+    return total
 
 
 def _json_tensor(spec: TensorSpec, data, shape: tuple[int, ...], count: int) -> np.ndarray:
@@ -244,6 +260,30 @@ def _binary_tensor(spec: TensorSpec, size, blob: memoryview, offset: int, shape,
     return array
 
 
+def check_binary_header(header: bytes, signature: Signature) -> int:
+    """The binary bytes the JSON HEADER of a binary request announces, once its shapes pass the model's
+    limits; lets a large body be refused before its tensors are read. The full parse checks the rest."""
+    try:
+        request = orjson.loads(header)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"malformed JSON in request: {exc}") from None
+    raw_inputs = request.get("inputs") if isinstance(request, dict) else None
+    specs = {spec.name: spec for spec in signature.inputs}
+    announced = elements = 0
+    for raw in raw_inputs if isinstance(raw_inputs, list) else ():
+        if not isinstance(raw, dict):
+            continue
+        name = raw.get("name")
+        spec = specs.get(name) if isinstance(name, str) else None
+        if spec is not None:
+            shape = check_shape(spec, raw.get("shape"), signature.max_rows_per_request, signature.batchable)
+            elements = check_elements(elements + math.prod(shape), signature.max_elements)
+        size = _parameters(raw, f"input {name!r}").get("binary_data_size")
+        if type(size) is int and size > 0:
+            announced += size
+    return announced
+
+
 def parse_infer_request(body: bytes, header_length: int | None, signature: Signature) -> InferRequest:
     """Validate an inference request body (JSON, or JSON header plus binary tensors) against a model."""
     if header_length is None:
@@ -271,7 +311,7 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
         raise ProtocolError("request 'inputs' must be a non-empty list of tensors")
     specs = {spec.name: spec for spec in signature.inputs}
     inputs: dict[str, np.ndarray] = {}
-    offset = 0
+    offset = elements = 0
     for raw in raw_inputs:
         if not isinstance(raw, dict):
             raise ProtocolError(f"each entry of 'inputs' must be a JSON object, got {type(raw).__name__}")
@@ -286,6 +326,7 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
             raise ProtocolError(f"input '{name}' has datatype {datatype!r}, the model expects {spec.datatype}")
         shape = check_shape(spec, raw.get("shape"), signature.max_rows_per_request, signature.batchable)
         count = math.prod(shape)
+        elements = check_elements(elements + count, signature.max_elements)
         params = _parameters(raw, f"input '{name}'")
         size = params.get("binary_data_size")
         if size is not None:
@@ -375,6 +416,7 @@ def encode_infer_response(
     """The response body, and the JSON header length when binary tensors follow it."""
     entries = []
     blobs = []
+    nonfinite: list[bytes] = []
     for name, array, binary in outputs:
         entry = {"name": name, "datatype": datatype_of(array), "shape": list(array.shape)}
         if binary:
@@ -382,11 +424,48 @@ def encode_infer_response(
             entry["parameters"] = {"binary_data_size": len(raw)}
             blobs.append(raw)
         else:
-            entry["data"] = np.ascontiguousarray(array).reshape(-1)
+            flat = np.ascontiguousarray(array).reshape(-1)
+            if flat.dtype.kind == "f" and not np.isfinite(flat).all():
+                entry["data"] = _NONFINITE_MARK % len(nonfinite)
+                nonfinite.append(_nonfinite_json(flat))
+            else:
+                entry["data"] = flat
         entries.append(entry)
     # KServe's response model requires 'id': the request's, or empty when it sent none.
     response = {"id": request_id or "", "model_name": model_name, "model_version": model_version, "outputs": entries}
     header = orjson.dumps(response, option=orjson.OPT_SERIALIZE_NUMPY)
+    if nonfinite:
+        header = _splice_nonfinite(header, nonfinite)
     if not blobs:
         return header, None
     return b"".join([header, *blobs]), len(header)
+
+
+# NaN and infinities have no JSON number; Triton writes them as the tokens NaN, Infinity and
+# -Infinity (rapidjson's kWriteNanAndInfFlag), which Python's json module and tritonclient read back.
+_NONFINITE_MARK = "\x00nonfinite-%d\x00"
+_NULL = re.compile(rb"null")
+
+
+def _nonfinite_json(flat: np.ndarray) -> bytes:
+    """A float array as a JSON list, its NaN and infinities written as NaN, Infinity and -Infinity."""
+    tokens = iter(
+        b"NaN" if np.isnan(v) else (b"Infinity" if v > 0 else b"-Infinity") for v in flat[~np.isfinite(flat)]
+    )
+    # orjson writes every non-finite float as null, and a number list holds no other null.
+    return _NULL.sub(lambda _: next(tokens), orjson.dumps(flat, option=orjson.OPT_SERIALIZE_NUMPY))
+
+
+def _splice_nonfinite(header: bytes, lists: list[bytes]) -> bytes:
+    """HEADER with each non-finite output's marker replaced by its JSON list.
+
+    The outputs are the response's last field, so each marker is searched from the right:
+    a request id that copies a marker's text stays as the client sent it.
+    """
+    end = len(header)
+    for index in reversed(range(len(lists))):
+        mark = orjson.dumps(_NONFINITE_MARK % index)
+        at = header.rfind(mark, 0, end)
+        header = header[:at] + lists[index] + header[at + len(mark):]
+        end = at
+    return header

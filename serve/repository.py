@@ -8,8 +8,9 @@ import os
 import re
 from pathlib import Path
 
-from serve.config import ModelConfig, RepositoryError
-from serve.model import ModelSource, ModelVersion
+from serve.config import ModelConfig, RepositoryError, declared_specs
+from serve.instances import InstanceGroup
+from serve.model import ModelLimits, ModelSource, ModelVersion
 from serve.protocol import ProtocolError
 from serve.runtime import InferencePool, ModelSession, Placement, model_placement
 
@@ -47,28 +48,46 @@ def model_names(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def _inside(root: Path, path: Path) -> Path:
+    """PATH, or a RepositoryError when it (through a symbolic link) leads out of the repository ROOT."""
+    target = path.resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise RepositoryError(f"{path} leads out of the repository (to {target}); links out of it are refused")
+    return path
+
+
 def scan(root: Path, name: str) -> list[ModelSource]:
-    """The versions of model NAME on disk, by version; RepositoryError when none can be served."""
+    """The versions of model NAME on disk that its version policy serves, by version; RepositoryError when none."""
     if root.is_file():
         return [ModelSource(root.stem, 1, root, ModelConfig(), _stamp(root))]
-    model_dir = root / name
+    model_dir = _inside(root, root / name)
     config_path = model_dir / "config.pbtxt"
     try:
         config = ModelConfig.read(config_path, name) if config_path.is_file() else ModelConfig()
-        found = [
-            ModelSource(name, int(v.name), v / config.default_model_filename, config,
-                        _stamp(v / config.default_model_filename, config_path))
-            for v in model_dir.iterdir()
-            if _VERSION.fullmatch(v.name) and v.is_dir() and (v / config.default_model_filename).is_file()
-        ]
+        filename = config.default_model_filename
+        available = {int(v.name): v / filename for v in model_dir.iterdir()
+                     if _VERSION.fullmatch(v.name) and v.is_dir() and (v / filename).is_file()}
     except OSError as exc:
         raise RepositoryError(f"{model_dir}: cannot read: {exc}") from None
-    if not found:
+    if not available:
         raise RepositoryError(
-            f"{model_dir}: no version directory holds {config.default_model_filename} "
-            f"(expected {model_dir}/<version number>/{config.default_model_filename})"
+            f"{model_dir}: no version directory holds {filename} "
+            f"(expected {model_dir}/<version number>/{filename})"
         )
-    return sorted(found, key=lambda s: s.version)
+    selected, missing = config.select_versions(list(available))
+    if missing:
+        logger.warning("model '%s': version_policy %s names version(s) %s, which are not in %s", name,
+                       config.describe_policy(), ", ".join(map(str, missing)), model_dir)
+    if not selected:
+        raise RepositoryError(
+            f"{model_dir}: version_policy {config.describe_policy()} selects none of the versions on disk "
+            f"({', '.join(map(str, sorted(available)))})"
+        )
+    for version in selected:
+        _inside(root, available[version])
+    if config_path.exists():
+        _inside(root, config_path)
+    return [ModelSource(name, v, available[v], config, _stamp(available[v], config_path)) for v in selected]
 
 
 def fingerprint(root: Path, name: str) -> tuple:
@@ -86,8 +105,10 @@ class Repository:
     """The served model versions, each model's version states, and the server's readiness."""
 
     def __init__(self, root: Path, placement: Placement, intra_op_threads: int, pool: InferencePool,
-                 max_batch_size: int, max_queue_delay_us: int, cuda_options: dict[str, str] | None = None) -> None:
+                 max_batch_size: int, max_queue_delay_us: int, cuda_options: dict[str, str] | None = None,
+                 limits: ModelLimits | None = None) -> None:
         self.root = root
+        self.limits = limits or ModelLimits()
         self.placement = placement
         self.cuda_options = cuda_options or {}
         self.intra_op_threads = intra_op_threads
@@ -143,6 +164,12 @@ class Repository:
         new = {v: m for v, m in current.items() if v in on_disk}
         new.update((int(m.version), m) for m in built)
         new_states = {str(v): (READY, "") for v in new}
+        unserved = [str(v) for v, _ in failed if v not in new]
+        for version, model in current.items():
+            # The version policy moved on to versions that failed: the old one serves until they load.
+            if unserved and version not in new and model.source.path.is_file():
+                new[version] = model
+                new_states[str(version)] = (READY, f"kept serving while version(s) {', '.join(unserved)} cannot load")
         for version, reason in failed:
             logger.error("model '%s' version %d cannot be loaded: %s", name, version, reason)
             if version in new:
@@ -165,12 +192,25 @@ class Repository:
                 config = source.config
                 placement = model_placement(self.placement, self.cuda_options, config.instance_kind, config.gpus,
                                             source.name)
-                session = ModelSession(source.path, placement, self.intra_op_threads)
+                session = self._session(source, placement)
                 session.warmup()
-                built.append(ModelVersion(source, session, self.pool, self.max_batch_size, self.max_queue_delay_us))
+                built.append(ModelVersion(source, session, self.pool, self.max_batch_size, self.max_queue_delay_us,
+                                          self.limits))
             except Exception as exc:
                 failed.append((source.version, str(exc)))
         return built, failed
+
+    def _session(self, source: ModelSource, placement: Placement) -> ModelSession | InstanceGroup:
+        """The version's sessions (instance_group count of them), narrowed to what config.pbtxt declares."""
+        config = source.config
+        where = f"model '{source.name}' version {source.version}"
+        sessions = [ModelSession(source.path, placement, self.intra_op_threads) for _ in range(config.instance_count)]
+        batched = bool(config.max_batch_size) or (config.max_batch_size is None and sessions[0].has_batch_axis())
+        inputs = declared_specs(config, sessions[0].inputs, "input", where, batched)
+        outputs = declared_specs(config, sessions[0].outputs, "output", where, batched)
+        for session in sessions:
+            session.inputs, session.outputs = inputs, outputs
+        return sessions[0] if len(sessions) == 1 else InstanceGroup(sessions)
 
     def _publish(self, name: str, new: dict[int, ModelVersion], built: list[ModelVersion]) -> None:
         versions = [str(v) for v in sorted(new)]
@@ -204,6 +244,11 @@ class Repository:
             self.states[name] = {str(v): (UNAVAILABLE, "unloaded") for v in current} or {"": (UNAVAILABLE, "unloaded")}
             self._retire(list(current.values()))
 
+    def announce(self, names: list[str]) -> None:
+        """Report each model NAMES lists as LOADING (503, not 404) until its first load attempt ends."""
+        for name in names:
+            self.states.setdefault(name, {"": (LOADING, "")})
+
     def begin_drain(self) -> None:
         """Report not ready from now on; requests already accepted still run."""
         if self.state in ("loading", "ready"):
@@ -216,17 +261,18 @@ class Repository:
             states = self.states.get(name)
             if states is None:
                 raise ProtocolError(f"unknown model '{name}'; served models: {', '.join(self.models)}", 404)
-            state, reason = next(iter(states.values()))
+            # The reason (paths, onnxruntime's words) is in the log and the restricted repository index only.
+            state, _ = next(iter(states.values()))
             if state == LOADING:
-                raise ProtocolError(f"model '{name}' is still loading", 503)
-            raise ProtocolError(f"model '{name}' is not available: {reason}", 503)
+                raise ProtocolError(f"model '{name}' is loading", 503)
+            raise ProtocolError(f"model '{name}' is unavailable", 503)
         if version is None:
             return versions[max(versions)]
         model = versions.get(int(version)) if _VERSION.fullmatch(version) else None
         if model is None:
-            state, reason = self.states.get(name, {}).get(version, ("", ""))
-            if state == UNAVAILABLE:
-                raise ProtocolError(f"model '{name}' version {version} is not available: {reason}", 503)
+            state, _ = self.states.get(name, {}).get(version, ("", ""))
+            if state in (UNAVAILABLE, LOADING):
+                raise ProtocolError(f"model '{name}' version {version} is {state.lower()}", 503)
             available = ", ".join(str(v) for v in versions)
             raise ProtocolError(f"model '{name}' has no version '{version}'; available versions: {available}", 404)
         return model
@@ -236,10 +282,15 @@ class Repository:
         return [self.models[name][v] for name in sorted(self.models) for v in self.models[name]]
 
     def index(self, ready_only: bool = False) -> list[dict]:
-        """The repository index: every model version known, with its state and the reason for it."""
+        """The repository index: every model directory and loaded version, with its state and the reason for it."""
         entries = []
-        for name in sorted(self.states):
-            for version, (state, reason) in self.states[name].items():
+        try:
+            on_disk = model_names(self.root)
+        except (RepositoryError, OSError):
+            on_disk = []
+        for name in sorted(set(self.states).union(on_disk)):
+            # A model directory the server has not tried to load (added after startup) is listed too.
+            for version, (state, reason) in self.states.get(name, {"": (UNAVAILABLE, "not loaded")}).items():
                 if ready_only and state != READY:
                     continue
                 entry = {"name": name, "version": version} if version else {"name": name}

@@ -13,25 +13,53 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from serve.defaults import CUDA_DEFAULTS
 from serve.protocol import ONNX_TYPES, ProtocolError, TensorSpec
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
 DEVICES = ("auto", "cpu", "cuda", "cuda:N")
 
-# Measured on an H100 with onnxruntime-gpu 1.31 (benchmarks/gpu_check.py, README):
-# - cudnn_conv_algo_search: EXHAUSTIVE (onnxruntime's default) benchmarks every cuDNN algorithm on
-#   the first run of each new input shape, and dynamic batching makes many shapes: 28-32 ms for each
-#   new batch size of a small CNN, against 5 ms with HEURISTIC, whose steady runs were as fast
-#   (DEFAULT was 5x slower per run).
-# - use_tf32: onnxruntime's default lets matrix products round their inputs to TF32, which moved
-#   outputs by up to 8.5e-4 of their scale from the CPU's; with 0 they agree to 5e-7, at no
-#   measurable cost for these models. A served model should give the numbers it was trained to give.
-CUDA_DEFAULTS = {"cudnn_conv_algo_search": "HEURISTIC", "use_tf32": "0"}
 
 
 class RuntimeSetupError(Exception):
     """A model or device that cannot be served, with a message for the operator."""
+
+
+# Measured with benchmarks/hostile_serve.py (README, Performance): onnxruntime's CPU arena keeps the
+# largest run's memory for good (+3.3 GB after one long attention request). Shrinking the arena at
+# the end of every run hands it back at no measurable cost in requests per second, and one arena
+# shared by every CPU session, capped at the inference memory budget, makes a run that would pass
+# the budget fail at its first oversized allocation (milliseconds) instead of swapping or being killed.
+_SHRINK = ort.RunOptions()
+_SHRINK.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+_MEMORY = {"budget": 0}
+_ALLOCATION_FAILURES = ("AllocateRawInternal", "Failed to allocate memory", "bad_alloc", "smaller than requested bytes")
+# onnxruntime's messages name its source files and functions ("/onnxruntime_src/.../bfc_arena.cc:360 void* ...(...)").
+_SOURCE_LOCATION = re.compile(r"(?:/[\w.+-]+)+\.(?:cc|cpp|cu|h):\d+ [^()]*\([^()]*\)\s*")
+
+
+def configure_memory(budget_bytes: int) -> None:
+    """Cap the memory onnxruntime's CPU arena may hold for every model together (weights and runs) at
+    BUDGET_BYTES (0: no cap); call once, before any session is created."""
+    if budget_bytes and not _MEMORY["budget"]:
+        config = ort.OrtArenaCfg({"max_mem": budget_bytes, "arena_extend_strategy": 1})
+        info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+        ort.create_and_register_allocator(info, config)
+        _MEMORY["budget"] = budget_bytes
+
+
+def default_memory_budget() -> int:
+    """Half the memory this process may use: the cgroup's limit where one is set, else physical memory."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total // 2
 
 
 @dataclass(frozen=True)
@@ -143,6 +171,18 @@ class ModelSession:
         # Spinning pool threads keep a core busy after each run; on a server the event
         # loop and the other requests need that core more than a run needs a faster wakeup.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        budget = _MEMORY["budget"] if not placement.wants_cuda else 0
+        if budget:
+            # CUDA sessions keep their own arenas (bounded by --cuda-option gpu_mem_limit).
+            # onnxruntime quietly stops enforcing the shared arena's cap for a model whose weights
+            # alone pass it, so such a model is refused here.
+            size = path.stat().st_size if path.is_file() else 0
+            if size > budget // 2:
+                raise RuntimeSetupError(
+                    f"{path}: the model file is {size} bytes, more than half the inference memory budget "
+                    f"({budget} bytes, --max-inference-memory)"
+                )
+            options.add_session_config_entry("session.use_env_allocators", "1")
         try:
             self.session = ort.InferenceSession(
                 str(path), sess_options=options, providers=placement.for_onnxruntime()
@@ -195,17 +235,25 @@ class ModelSession:
         raise RuntimeSetupError(f"{self.path}: warm-up run on zeros failed: {error}")
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """Run the model on named inputs, returning every output in model order."""
-        return self.session.run(self.output_names, feeds)
+        """Run the model on named inputs, returning every output in model order; the arena shrinks after it."""
+        return self.session.run(self.output_names, feeds, _SHRINK)
 
 
 def execution_error(exc: Exception) -> ProtocolError:
-    """The client-facing error for a failed run of one validated request."""
+    """The client-facing error for a failed run of one validated request (no onnxruntime source paths)."""
     message = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, MemoryError) or any(mark in message for mark in _ALLOCATION_FAILURES):
+        return ProtocolError(
+            "model execution needs more memory than the server's inference memory budget leaves free; "
+            "retry later or send a smaller request",
+            503,
+            exhausted=True,
+        )
+    message = _SOURCE_LOCATION.sub("", message)
     # The model ran on zeros at warm-up and the request passed validation, so a failure
     # of this request alone comes from its values (an index out of range, say): a 400.
-    # Provider and memory failures are the server's.
-    status = 500 if type(exc).__name__ == "EPFail" or isinstance(exc, MemoryError) else 400
+    # Provider failures are the server's.
+    status = 500 if type(exc).__name__ == "EPFail" else 400
     return ProtocolError(f"model execution failed: {message}", status)
 
 
@@ -258,8 +306,3 @@ def _settle(future: asyncio.Future, result, error: Exception | None) -> None:
         future.set_exception(error)
     else:
         future.set_result(result)
-
-
-def default_threads() -> int:
-    """Pool size when --threads is not given: enough to overlap runs without oversubscribing."""
-    return max(1, min(4, os.cpu_count() or 1))

@@ -12,6 +12,8 @@ from export import converter, opsets
 from export.__main__ import EXIT_EXPORT_FAILED, EXIT_USAGE, EXIT_VERIFY_FAILED, main
 from export.verify import session
 from kgraph import layers as L
+from serve.config import parse_config
+from serve.proto.model_config_pb2 import TYPE_FP32
 from tests.export import zoo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -119,21 +121,11 @@ def test_triton_repository(saved, tmp_path):
     assert main(args + ["--model-name", "rank_v2", "--max-batch-size", "16"]) == 0
     assert sorted(os.listdir(repo)) == ["rank_v2", "ranker"]
     assert sorted(os.listdir(repo / "ranker")) == ["1", "config.pbtxt"]
-    config = (repo / "ranker" / "config.pbtxt").read_text()
-    assert config == (
-        'name: "ranker"\n'
-        'platform: "onnxruntime_onnx"\n'
-        "max_batch_size: 64\n"
-        "input [\n"
-        '  {\n    name: "a"\n    data_type: TYPE_FP32\n    dims: [ 6 ]\n  },\n'
-        '  {\n    name: "b"\n    data_type: TYPE_FP32\n    dims: [ 4 ]\n  }\n'
-        "]\n"
-        "output [\n"
-        '  {\n    name: "score"\n    data_type: TYPE_FP32\n    dims: [ 1 ]\n  },\n'
-        '  {\n    name: "logits"\n    data_type: TYPE_FP32\n    dims: [ 5 ]\n  },\n'
-        '  {\n    name: "aux"\n    data_type: TYPE_FP32\n    dims: [ 2 ]\n  }\n'
-        "]\n"
-        "dynamic_batching { }\n")
+    config = parse_config((repo / "ranker" / "config.pbtxt").read_text())
+    assert (config.name, config.platform, config.max_batch_size) == ("ranker", "onnxruntime_onnx", 64)
+    assert [(t.name, t.data_type, list(t.dims)) for t in config.input] == [("a", TYPE_FP32, [6]), ("b", TYPE_FP32, [4])]
+    assert [(t.name, list(t.dims)) for t in config.output] == [("score", [1]), ("logits", [5]), ("aux", [2])]
+    assert config.HasField("dynamic_batching")
     custom = (repo / "rank_v2" / "config.pbtxt").read_text()
     assert 'name: "rank_v2"' in custom and "max_batch_size: 16" in custom
     model_path = repo / "ranker" / "1" / "model.onnx"
@@ -147,7 +139,7 @@ def test_triton_dims_of_a_dynamic_axis_are_minus_one(tmp_path):
     model.save(path)
     assert main([str(path), "--triton-repo", str(tmp_path / "repo")]) == 0
     config = (tmp_path / "repo" / "seq" / "config.pbtxt").read_text()
-    assert "dims: [ -1, 6 ]" in config and "dims: [ -1, 4 ]" in config
+    assert "dims: [-1, 6]" in config and "dims: [-1, 4]" in config
 
 
 def test_verify_failure_exits_non_zero(tmp_path, capsys):

@@ -130,6 +130,7 @@ MLP_CONFIG = """
 # Triton model configuration
 name: "mlp"
 platform: "onnxruntime_onnx"
+version_policy: { all { } }
 max_batch_size: 8
 input [
   { name: "x", data_type: TYPE_FP32, dims: [ 16 ] }

@@ -97,14 +97,14 @@ def test_instance_group_kinds_and_gpus(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("instance_group [ { kind: KIND_TPU } ]", "kind must be one of KIND_AUTO, KIND_GPU, KIND_CPU, got KIND_TPU"),
+        ("instance_group [ { kind: KIND_TPU } ]", 'Enum type "ModelInstanceGroup.Kind" has no value named KIND_TPU'),
         ("instance_group [ { kind: KIND_CPU }, { kind: KIND_GPU } ]", "mixes KIND_CPU, KIND_GPU"),
         ("instance_group [ { kind: KIND_GPU, gpus: [0, 1] } ]", "lists gpus [0, 1]"),
         ("instance_group [ { kind: KIND_CPU, gpus: [0] } ]", "gpus need KIND_GPU"),
         ("instance_group [ { kind: KIND_GPU, gpus: [-1] } ]", "gpus must be GPU indices"),
         ("instance_group [ { count: 0 } ]", "count must be >= 1, got 0"),
-        ("instance_group [ { kind: KIND_GPU, profile: ['a'] } ]", "field(s) profile are not supported"),
-        ("instance_group [ 3 ]", "entries must be messages"),
+        ("instance_group [ { kind: KIND_GPU, profile: ['a'] } ]", "field 'profile' of ModelInstanceGroup is a Triton setting this server does not support"),
+        ("instance_group [ 3 ]", 'Expected "{"'),
     ],
 )
 def test_instance_group_errors_name_the_problem(tmp_path, text, message):
@@ -141,7 +141,9 @@ def test_instance_group_places_each_model(start_server, placed_repository):
     else:
         # A model that asks for a GPU the server cannot give is unavailable, with the reason; the others serve.
         assert gpu.status_code == 503
-        assert "model 'gpu' (instance_group KIND_GPU) needs onnxruntime's CUDAExecutionProvider" in gpu.json()["error"]
+        assert gpu.json()["error"] == "model 'gpu' is unavailable"
+        reasons = {e["name"]: e.get("reason", "") for e in httpx.post(f"{server.url}/v2/repository/index").json()}
+        assert "model 'gpu' (instance_group KIND_GPU) needs onnxruntime's CUDAExecutionProvider" in reasons["gpu"]
         assert httpx.get(f"{server.url}/v2/health/ready").status_code == 200
     grpc.close()
 

@@ -158,7 +158,7 @@ def test_busy_grpc_port_fails_startup(mlp_file):
         taken.listen()
         port = taken.getsockname()[1]
         server = ServeProcess(mlp_file, "--grpc-port", str(port))
-        assert server.process.wait(timeout=60) == 1
+        assert server.process.wait(timeout=60) == 3  # the documented status of a port that cannot be bound
     assert f"cannot bind the gRPC port 127.0.0.1:{port}" in server.log()
 
 

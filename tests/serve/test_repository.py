@@ -9,7 +9,7 @@ import httpx
 import numpy as np
 import pytest
 
-from serve.config import ModelConfig, RepositoryError, parse_pbtxt
+from serve.config import ModelConfig, RepositoryError
 from serve.repository import model_names, scan
 from tests.serve import models
 from tests.serve.harness import ROOT, ServeProcess, reference
@@ -83,39 +83,6 @@ def test_single_file_is_served_as_its_stem(start_server, mlp_file):
     np.testing.assert_allclose(got, reference(mlp_file, {"x": x})["y"], rtol=1e-5)
 
 
-def test_pbtxt_parser_reads_triton_syntax():
-    text = """
-    name: "m"  # trailing comment
-    max_batch_size: 16
-    input [ { name: "a", data_type: TYPE_FP32, dims: [ -1, 3 ] }, { name: 'b' dims: 4 } ]
-    dynamic_batching { max_queue_delay_microseconds: 100 preferred_batch_size: [ 4, 8 ] }
-    parameters { key: "x" value: < string_value: "esc\\"aped" > }
-    instance_group [ { count: 2, kind: KIND_CPU } ];
-    """
-    fields = parse_pbtxt(text)
-    assert fields["name"] == ["m"]
-    assert fields["max_batch_size"] == [16]
-    assert fields["input"][0] == {"name": ["a"], "data_type": ["TYPE_FP32"], "dims": [-1, 3]}
-    assert fields["input"][1] == {"name": ["b"], "dims": [4]}
-    assert fields["dynamic_batching"][0]["preferred_batch_size"] == [4, 8]
-    assert fields["parameters"][0]["value"][0]["string_value"] == ['esc"aped']
-    assert fields["instance_group"][0]["kind"] == ["KIND_CPU"]
-
-
-@pytest.mark.parametrize(
-    "text, message",
-    [
-        ("max_batch_size 4", "expected ':' or '{'"),
-        ("name: ", "unexpected end of file"),
-        ("name: @", "unexpected character '@'"),
-        ("dynamic_batching { max_queue_delay_microseconds: 3", "expected a field name"),
-    ],
-)
-def test_pbtxt_parser_errors_name_the_problem(text, message):
-    with pytest.raises(RepositoryError, match=message):
-        parse_pbtxt(text)
-
-
 def test_discovery_errors(tmp_path):
     with pytest.raises(RepositoryError, match="does not exist"):
         model_names(tmp_path / "missing")
@@ -142,7 +109,7 @@ def test_config_errors(tmp_path):
     with pytest.raises(RepositoryError, match="max_batch_size must be >= 0"):
         ModelConfig.read(config, "m")
     config.write_text('max_batch_size: "8"')
-    with pytest.raises(RepositoryError, match="must be int"):
+    with pytest.raises(RepositoryError, match='line 1: .*Couldn\'t parse integer: "8"'):
         ModelConfig.read(config, "m")
 
 
