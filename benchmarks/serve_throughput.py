@@ -1,19 +1,28 @@
-"""Throughput and latency of `python -m serve` against a minimal FastAPI server and in-process onnxruntime.
+"""Throughput and latency of `python -m serve` against a minimal FastAPI server, the transports' floors and
+in-process onnxruntime.
 
 Builds a 784-512-512-10 MLP (ReLU, softmax) with onnx.helper, starts each server as its own
 process, and drives single-sample requests from a separate load-generator process (wrk with a Lua
 script when it is on PATH, else a lean asyncio client over raw keep-alive connections; gRPC rows
 send tritonclient.grpc's ModelInferRequest, serialized once, over one grpc.aio channel with as
 many calls in flight as the concurrency).
+The floors answer every request with a prepared response and no work: uvicorn with httptools on
+uvloop (REST), grpcio's asyncio server on uvloop and its thread-pool server (gRPC). The table also
+shows the CPU time the server process and the load generator spent per request: what a server
+costs above its floor is its own. --baseline DIR serves another revision's serve/ package from DIR
+in the same run (git archive HEAD serve | tar -x -C DIR), for before/after figures side by side.
 Then the server's resident memory (VmRSS) is read after a warm-up, after 100,000 REST requests
 and after 100,000 gRPC requests: a leak shows as growth.
 
     python benchmarks/serve_throughput.py [--quick] [--rounds N] [--duration S] [--concurrency 1 8 32]
-                                          [--leak-requests N]
+                                          [--servers minimal on off baseline floors] [--bodies grpc binary json]
+                                          [--baseline DIR] [--leak-requests N]
 
 All servers stay up while rounds interleave every point; the table shows per-point medians,
 so a busy spell on a shared machine does not land on one configuration only. The minimal
-server uses onnxruntime's defaults, as a first version would.
+server uses onnxruntime's defaults, as a first version would. The last lines give the ratios of
+the serving goals: gRPC over REST binary (throughput, p99), REST binary over in-process
+single-sample onnxruntime (measured in every round, median).
 
 This is a measurement, not a test: it never fails a build.
 """
@@ -24,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -73,6 +83,74 @@ async def infer(model: str, request: Request):
 
 
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+'''
+
+# The transports' floors: the same protocols answering every inference request with a prepared
+# response and no work at all (uvicorn with httptools on uvloop for REST, grpcio's asyncio server
+# on uvloop or its thread-pool server for gRPC). What a server costs above them is its own.
+FLOOR_SERVER = '''
+import asyncio
+import sys
+from concurrent import futures
+
+import grpc
+import numpy as np
+
+kind, port = sys.argv[1], int(sys.argv[2])
+outputs = np.zeros(10, "<f4").tobytes()
+header = (b'{"id":"","model_name":"mlp","model_version":"1","outputs":[{"name":"y","datatype":"FP32",'
+          b'"shape":[1,10],"parameters":{"binary_data_size":40}}]}')
+# ModelInferResponse{model_name: "mlp", model_version: "1", outputs: [{name: "y", datatype: "FP32",
+# shape: [1, 10]}], raw_output_contents: [40 bytes]}, written out in protobuf's wire format.
+tensor = b"\\x0a\\x01y\\x12\\x04FP32\\x1a\\x02\\x01\\x0a"
+message = b"\\x0a\\x03mlp\\x12\\x011\\x2a" + bytes([len(tensor)]) + tensor + b"\\x32\\x28" + outputs
+
+
+async def infer(request, context):
+    return message
+
+
+def infer_sync(request, context):
+    return message
+
+
+if kind == "rest":
+    import uvicorn
+
+    body = header + outputs
+    head = [(b"content-type", b"application/octet-stream"), (b"inference-header-content-length", str(len(header)).encode()),
+            (b"content-length", str(len(body)).encode())]
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        await send({"type": "http.response.body", "body": body})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", http="httptools", loop="uvloop",
+                lifespan="off")
+else:
+    handler = grpc.method_handlers_generic_handler(
+        "inference.GRPCInferenceService",
+        {"ModelInfer": grpc.unary_unary_rpc_method_handler(infer if kind == "grpc.aio" else infer_sync)},
+    )
+    if kind == "grpc.aio":
+        import uvloop
+
+        async def main():
+            server = grpc.aio.server(handlers=[handler])
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            await server.start()
+            await server.wait_for_termination()
+
+        uvloop.run(main())
+    else:
+        server = grpc.server(futures.ThreadPoolExecutor(8), handlers=[handler])
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        server.start()
+        server.wait_for_termination()
 '''
 
 WRK_SCRIPT = """
@@ -155,10 +233,11 @@ def wait_ready(port: int, process: subprocess.Popen, timeout: float = 60.0) -> N
     raise RuntimeError("server did not become ready")
 
 
-def _summary(latencies: list[float], errors: int, duration: float) -> dict:
+def _summary(latencies: list[float], errors: int, duration: float, sent: int) -> dict:
     latencies.sort()
     count = len(latencies)
     return {
+        "sent": sent,
         "requests": count,
         "errors": errors,
         "rps": count / duration,
@@ -201,7 +280,7 @@ async def drive_rest(port: int, request: bytes, concurrency: int, duration: floa
             writer.close()
 
     await asyncio.gather(*(connection() for _ in range(concurrency)))
-    return _summary(latencies, errors, duration)
+    return _summary(latencies, errors, duration, sent_count)
 
 
 async def _drive_grpc(address: str, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
@@ -240,7 +319,7 @@ async def _drive_grpc(address: str, concurrency: int, duration: float, warmup: f
                     latencies.append(time.perf_counter() - sent)
 
         await asyncio.gather(*(caller() for _ in range(concurrency)))
-    return _summary(latencies, errors, duration)
+    return _summary(latencies, errors, duration, sent_count)
 
 
 def loadgen_main(args: argparse.Namespace) -> None:
@@ -265,10 +344,12 @@ def loadgen_main(args: argparse.Namespace) -> None:
 
 
 def run_load(port: int, body: bytes | None, headers: dict[str, str], concurrency: int, duration: float, workdir: Path,
-             limit: int = 0) -> dict:
+             limit: int = 0, server: subprocess.Popen | None = None) -> dict:
     """Drive a server with single-sample requests from a separate process (gRPC when body is None).
 
-    With a limit, exactly that many requests are sent, however long they take."""
+    With a limit, exactly that many requests are sent, however long they take. With SERVER, the result also
+    has the CPU time the server process and the load generator spent per request sent (server_us, client_us).
+    """
     path = f"/v2/models/{MODEL}/infer"
     if body is None:
         request_file = "grpc"
@@ -279,6 +360,8 @@ def run_load(port: int, body: bytes | None, headers: dict[str, str], concurrency
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         request_file = workdir / "request.bin"
         request_file.write_bytes(head.encode() + body)
+    server_before = cpu_seconds(server.pid) if server is not None else 0.0
+    client_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, __file__, "--loadgen", "--port", str(port), "--request-file", str(request_file),
          "--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(min(1.0, duration / 3)),
@@ -287,7 +370,19 @@ def run_load(port: int, body: bytes | None, headers: dict[str, str], concurrency
         text=True,
         check=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sent = max(1, result.get("sent", 0))
+    client = client_after.ru_utime + client_after.ru_stime - client_before.ru_utime - client_before.ru_stime
+    result["client_us"] = 1e6 * client / sent
+    result["server_us"] = 1e6 * (cpu_seconds(server.pid) - server_before) / sent if server is not None else float("nan")
+    return result
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process (all its threads) has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(process: subprocess.Popen) -> float:
@@ -334,15 +429,32 @@ def _wrk_ms(text: str) -> float:
     return float(text)
 
 
-def start(command: list[str], port: int) -> subprocess.Popen:
-    """Start a server process and wait for readiness."""
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def start(command: list[str], port: int, cwd: Path = ROOT, grpc_only: bool = False) -> subprocess.Popen:
+    """Start a server process in CWD and wait for readiness (for GRPC_ONLY, until its port accepts)."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_ready(port, process)
+        if grpc_only:
+            wait_listening(port, process)
+        else:
+            wait_ready(port, process)
     except RuntimeError:
         process.kill()
         raise RuntimeError(f"{command[:4]} failed to start: {process.stderr.read().decode()[-2000:]}") from None
     return process
+
+
+def wait_listening(port: int, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Block until the loopback PORT accepts connections."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with status {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not open its port")
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -376,20 +488,129 @@ def in_process_ceiling(model: Path, sample: np.ndarray, duration: float) -> tupl
 
 def _median(results: list[dict]) -> dict:
     """The per-field median over repeated measurements of one point (errors are summed)."""
-    merged = {key: float(np.median([r[key] for r in results])) for key in ("rps", "p50_ms", "p99_ms")}
+    keys = ("rps", "p50_ms", "p99_ms", "server_us", "client_us")
+    merged = {key: float(np.median([r.get(key, float("nan")) for r in results])) for key in keys}
     merged["errors"] = sum(r["errors"] for r in results)
     merged["requests"] = sum(r["requests"] for r in results)
     return merged
 
 
-def main() -> None:
-    """Run the benchmark and print the table."""
+SERVER_GROUPS = ("minimal", "on", "off", "baseline", "floors")
+
+
+def _servers(args: argparse.Namespace, model: Path, workdir: Path) -> dict[str, dict]:
+    """Each server to start: its command, working directory, ports and the request bodies it is driven with."""
+    minimal_file = workdir / "minimal_server.py"
+    minimal_file.write_text(MINIMAL_SERVER)
+    floor_file = workdir / "floor_server.py"
+    floor_file.write_text(FLOOR_SERVER)
+    servers = {}
+
+    def add(group: str, name: str, command: list[str], bodies: tuple[str, ...], rest: bool = True,
+            grpc: bool = False, cwd: Path = ROOT) -> None:
+        bodies = tuple(b for b in bodies if b in args.bodies)
+        if group in args.servers and bodies:
+            servers[name] = {"command": command, "cwd": cwd, "bodies": bodies,
+                             "port": free_port() if rest else None, "grpc_port": free_port() if grpc else None}
+
+    add("minimal", "minimal FastAPI", [sys.executable, str(minimal_file), str(model)], ("json",))
+    for group, name, cwd in (("on", "serve, batching on", ROOT), ("baseline", "baseline, batching on", args.baseline)):
+        command = [sys.executable, "-m", "serve", str(model), "--log-level", "warning"]
+        command += ["--threads", str(args.threads)] if args.threads else []
+        bodies = ("grpc", "binary", "json") if group == "on" else ("grpc", "binary")
+        if cwd is not None:
+            add(group, name, command, bodies, grpc=True, cwd=cwd)
+    command = [sys.executable, "-m", "serve", str(model), "--log-level", "warning", "--grpc-port", "0", "--no-batching"]
+    add("off", "serve, batching off", command + (["--threads", str(args.threads)] if args.threads else []),
+        ("binary", "json"))
+    add("floors", "floor: uvicorn", [sys.executable, str(floor_file), "rest"], ("binary",))
+    for kind in ("grpc.aio", "grpc sync"):
+        add("floors", f"floor: {kind}", [sys.executable, str(floor_file), kind.replace(" ", "")], ("grpc",),
+            rest=False, grpc=True)
+    return servers
+
+
+def _start_all(servers: dict[str, dict]) -> dict[str, subprocess.Popen]:
+    processes = {}
+    for name, server in servers.items():
+        command = list(server["command"])
+        if name == "minimal FastAPI":
+            command.append(str(server["port"]))
+        elif name.startswith("floor"):
+            command.append(str(server["port"] or server["grpc_port"]))
+        else:
+            command += ["--port", str(server["port"]), "--grpc-port", str(server["grpc_port"] or 0)]
+        rest = server["port"] is not None
+        processes[name] = start(command, server["port"] or server["grpc_port"], server["cwd"], grpc_only=not rest)
+    return processes
+
+
+def _measure(args, servers, processes, bodies, model, sample, workdir, duration, rounds) -> tuple[dict, list]:
+    """Per-point results of every round, the points interleaved within each round, and the in-process rates."""
+    points = [(name, body, c) for name, server in servers.items() for body in server["bodies"] for c in args.concurrency]
+    measured: dict[tuple, list[dict]] = {point: [] for point in points}
+    ceilings = []
+    for _ in range(rounds):
+        ceilings.append(in_process_ceiling(model, sample, duration / 2))
+        for name, body, c in points:
+            server = servers[name]
+            port = server["grpc_port"] if body == "grpc" else server["port"]
+            measured[(name, body, c)].append(run_load(port, *bodies[body], c, duration, workdir,
+                                                      server=processes[name]))
+    return measured, ceilings
+
+
+def _print_table(table: dict[tuple, dict]) -> None:
+    print()
+    print(f"{'server':<24}{'body':<8}{'conc':>5}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}"
+          f"{'srv us/req':>11}{'cli us/req':>11}{'x minimal':>11}")
+    for (name, encoding, c), r in table.items():
+        base = table.get(("minimal FastAPI", "json", c), {}).get("rps", float("nan"))
+        print(
+            f"{name:<24}{encoding:<8}{c:>5}{r['rps']:>10,.0f}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}{r['errors']:>8}"
+            f"{r['server_us']:>11.0f}{r['client_us']:>11.0f}{r['rps'] / base:>10.2f}x"
+        )
+
+
+def _print_ratios(table: dict[tuple, dict], single_rate: float, concurrency: list[int]) -> None:
+    """The goals' ratios: gRPC over REST binary (throughput and p99), REST binary over in-process onnxruntime."""
+    print()
+    for name in ("serve, batching on", "baseline, batching on"):
+        for c in concurrency:
+            grpc_row, binary = table.get((name, "grpc", c)), table.get((name, "binary", c))
+            if binary is not None:
+                line = f"{name}, c={c}: REST binary / in-process single-sample {binary['rps'] / single_rate:.2f}"
+                if grpc_row is not None:
+                    line += (f"; gRPC / REST binary {grpc_row['rps'] / binary['rps']:.2f}, "
+                             f"p99 {grpc_row['p99_ms']:.2f} vs {binary['p99_ms']:.2f} ms")
+                print(line)
+
+
+def _leak_check(args, servers, processes, bodies, workdir, duration) -> list[tuple[str, float]]:
+    name = "serve, batching on"
+    if not args.leak_requests or name not in servers:
+        return []
+    served, server = processes[name], servers[name]
+    rss = [("after the rounds above", rss_mib(served))]
+    for label, port, encoding in (("REST binary", server["port"], "binary"), ("gRPC", server["grpc_port"], "grpc")):
+        result = run_load(port, *bodies[encoding], 32, duration, workdir, limit=args.leak_requests)
+        rss.append((f"after {result['requests']:,} more {label} requests ({result['errors']} errors)", rss_mib(served)))
+    return rss
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one short round (about 1 s per point)")
     parser.add_argument("--duration", type=float, default=None, help="seconds measured per point and round")
     parser.add_argument("--rounds", type=int, default=None, help="rounds over every point; the table shows medians")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--threads", type=int, default=None, help="--threads passed to python -m serve")
+    parser.add_argument("--servers", nargs="+", choices=SERVER_GROUPS, default=list(SERVER_GROUPS),
+                        help="which servers to run (baseline only with --baseline)")
+    parser.add_argument("--bodies", nargs="+", choices=("grpc", "binary", "json"), default=["grpc", "binary", "json"],
+                        help="which request encodings to send")
+    parser.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                        help="also serve from DIR/serve, another revision's package (git archive REV serve | tar -x -C DIR)")
     parser.add_argument("--leak-requests", type=int, default=100_000,
                         help="requests per protocol between the memory readings (0: skip)")
     parser.add_argument("--loadgen", action="store_true", help=argparse.SUPPRESS)
@@ -397,10 +618,17 @@ def main() -> None:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--request-file", help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=float, default=0.5, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    """Run the benchmark and print the table."""
+    args = _parser().parse_args()
     if args.loadgen:
         loadgen_main(args)
         return
+    if args.baseline is not None and not (args.baseline / "serve" / "__main__.py").is_file():
+        raise SystemExit(f"--baseline {args.baseline}: no serve package there (expected {args.baseline}/serve/__main__.py)")
     duration = args.duration or (1.0 if args.quick else 1.2)
     rounds = args.rounds or (1 if args.quick else 3)
 
@@ -410,71 +638,34 @@ def main() -> None:
         build_mlp(model)
         sample = np.random.default_rng(1).random(FEATURES, dtype=np.float32)
         bodies = request_bodies(sample)
-        single_rate, batch_rate = in_process_ceiling(model, sample, duration)
-        print(f"in-process onnxruntime: single-sample {single_rate:,.0f} runs/s, batch-32 {batch_rate:,.0f} samples/s")
-        print(
-            f"load generator: {'wrk' if shutil.which('wrk') else 'asyncio client process'}; "
-            f"{rounds} round(s) of {duration:g} s per point, medians shown; {os.cpu_count()} CPU(s)"
-        )
-
-        minimal_file = workdir / "minimal_server.py"
-        minimal_file.write_text(MINIMAL_SERVER)
-        servers = {"minimal FastAPI": [sys.executable, str(minimal_file), str(model)]}
-        grpc_port = free_port()
-        for batching in ("on", "off"):
-            command = [sys.executable, "-m", "serve", str(model), "--log-level", "warning"]
-            command += ["--grpc-port", str(grpc_port) if batching == "on" else "0"]
-            if batching == "off":
-                command.append("--no-batching")
-            if args.threads:
-                command += ["--threads", str(args.threads)]
-            servers[f"serve, batching {batching}"] = command
         bodies["grpc"] = (None, {})
-        points = [("minimal FastAPI", "json", c) for c in args.concurrency]
-        points += [("serve, batching on", encoding, c) for encoding in ("grpc", "binary", "json") for c in args.concurrency]
-        points += [("serve, batching off", encoding, c) for encoding in ("binary", "json") for c in args.concurrency]
-        rss: list[tuple[str, float]] = []
-
+        servers = _servers(args, model, workdir)
         # Every server stays up (idle ones cost nothing) and the rounds interleave all
         # points, so a slow spell on a shared machine spreads over every configuration.
-        ports, processes = {}, []
+        processes: dict[str, subprocess.Popen] = {}
         try:
-            for name, command in servers.items():
-                ports[name] = free_port()
-                port_args = [str(ports[name])] if name == "minimal FastAPI" else ["--port", str(ports[name])]
-                processes.append(start(command + port_args, ports[name]))
-            measured: dict[tuple, list[dict]] = {point: [] for point in points}
-            for _ in range(rounds):
-                for name, encoding, c in points:
-                    port = grpc_port if encoding == "grpc" else ports[name]
-                    result = run_load(port, *bodies[encoding], c, duration, workdir)
-                    measured[(name, encoding, c)].append(result)
-            if args.leak_requests:
-                served = processes[1]
-                rss.append(("after the rounds above", rss_mib(served)))
-                for label, port, encoding in (("REST binary", ports["serve, batching on"], "binary"), ("gRPC", grpc_port, "grpc")):
-                    result = run_load(port, *bodies[encoding], 32, duration, workdir, limit=args.leak_requests)
-                    rss.append((f"after {result['requests']:,} more {label} requests ({result['errors']} errors)", rss_mib(served)))
+            processes = _start_all(servers)
+            measured, ceilings = _measure(args, servers, processes, bodies, model, sample, workdir, duration, rounds)
+            rss = _leak_check(args, servers, processes, bodies, workdir, duration)
         finally:
-            for process in processes:
+            for process in processes.values():
                 stop(process)
 
-        table = {point: _median(results) for point, results in measured.items()}
+    single_rate, batch_rate = (float(np.median(rates)) for rates in zip(*ceilings))
+    print(f"in-process onnxruntime: single-sample {single_rate:,.0f} runs/s, batch-32 {batch_rate:,.0f} samples/s "
+          "(medians over the rounds)")
+    print(
+        f"load generator: {'wrk' if shutil.which('wrk') else 'asyncio client process'}; {rounds} round(s) of "
+        f"{duration:g} s per point, medians shown; {os.cpu_count()} CPU(s); us/req: CPU time per request sent"
+    )
+    table = {point: _median(results) for point, results in measured.items()}
+    _print_table(table)
+    _print_ratios(table, single_rate, args.concurrency)
+    if rss:
         print()
-        print(f"{'server':<22}{'body':<8}{'conc':>5}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'x minimal':>11}{'p99/min':>9}")
-        for (name, encoding, c), r in table.items():
-            base = table[("minimal FastAPI", "json", c)]
-            ratio = r["rps"] / base["rps"] if base["rps"] else float("nan")
-            p99_ratio = r["p99_ms"] / base["p99_ms"] if base["p99_ms"] else float("nan")
-            print(
-                f"{name:<22}{encoding:<8}{c:>5}{r['rps']:>10,.0f}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}"
-                f"{r['errors']:>8}{ratio:>10.2f}x{p99_ratio:>9.2f}"
-            )
-        if rss:
-            print()
-            print("resident memory of serve (batching on, VmRSS):")
-            for label, mib in rss:
-                print(f"  {label:<58}{mib:>8.1f} MiB")
+        print("resident memory of serve (batching on, VmRSS):")
+        for label, mib in rss:
+            print(f"  {label:<58}{mib:>8.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -145,8 +145,8 @@ def _add_limits(group) -> None:
 
 def _admission(args):
     """The model limits and the in-flight admission the flags set; sets the inference memory budget."""
-    from serve.app import raise_open_file_limit
     from serve.dataplane import Admission
+    from serve.http_guard import raise_open_file_limit
     from serve.model import ModelLimits
     from serve.runtime import configure_memory, default_memory_budget
 
@@ -308,7 +308,7 @@ def _server(app, args, repository):
     """uvicorn's server for ``app``, reporting not-ready as soon as a shutdown signal arrives."""
     import uvicorn
 
-    from serve.app import ConnectionLimits, guarded_protocol
+    from serve.http_guard import ConnectionLimits, guarded_protocol
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig, frame) -> None:

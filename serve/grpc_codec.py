@@ -84,7 +84,7 @@ def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> I
         raise ProtocolError(
             "the request has both raw_input_contents and typed contents; send every input one way"
         )
-    specs = {spec.name: spec for spec in signature.inputs}
+    specs = signature.input_specs
     inputs: dict[str, np.ndarray] = {}
     elements = 0
     for index, tensor in enumerate(request.inputs):
@@ -112,7 +112,7 @@ def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> I
     if missing:
         raise ProtocolError(f"missing input(s) {', '.join(missing)}; the model needs {', '.join(specs)}")
     check_not_empty(inputs)
-    names = [spec.name for spec in signature.outputs]
+    names = signature.output_names
     outputs: list[tuple[str, bool]] = []
     for wanted in request.outputs:
         if wanted.name not in names:

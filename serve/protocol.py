@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
@@ -95,6 +95,13 @@ class Signature:
     batchable: bool
     max_rows_per_request: int
     max_elements: int = 0
+    # Looked up by every request: the inputs by name and the output names, in model order.
+    input_specs: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
+    output_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "input_specs", {spec.name: spec for spec in self.inputs})
+        object.__setattr__(self, "output_names", tuple(spec.name for spec in self.outputs))
 
 
 @dataclass(slots=True)
@@ -126,41 +133,50 @@ def shape_text(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def _parameters(obj: dict, where: str) -> dict:
+_NO_PARAMETERS: dict = {}
+_UNNAMED = object()
+
+
+def _parameters(obj: dict, where: str, name=_UNNAMED) -> dict:
+    """OBJ's 'parameters' object (an empty dict, never to be changed, when it has none). Errors name the
+    tensor by WHERE, a format string taking NAME, formatted only when one is raised."""
     params = obj.get("parameters")
     if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise ProtocolError(f"{where} 'parameters' must be a JSON object, got {type(params).__name__}")
+        return _NO_PARAMETERS
+    if type(params) is not dict:
+        raise ProtocolError(f"{_where(where, name)} 'parameters' must be a JSON object, got {type(params).__name__}")
     return params
 
 
-def _flag(params: dict, key: str, default: bool, where: str) -> bool:
+def _flag(params: dict, key: str, default: bool, where: str, name=_UNNAMED) -> bool:
     value = params.get(key, default)
-    if not isinstance(value, bool):
-        raise ProtocolError(f"{where} parameter '{key}' must be true or false, got {value!r}")
+    if value is not True and value is not False:
+        raise ProtocolError(f"{_where(where, name)} parameter '{key}' must be true or false, got {value!r}")
     return value
+
+
+def _where(where: str, name) -> str:
+    return where if name is _UNNAMED else where.format(name)
 
 
 def check_shape(spec: TensorSpec, shape, max_rows: int, batchable: bool) -> tuple[int, ...]:
     """A request's shape for an input, checked against the model's (rank, fixed dims, batch limit)."""
-    where = f"input '{spec.name}'"
-    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise ProtocolError(f"{where} 'shape' must be a list of non-negative integers, got {shape!r}")
+    if type(shape) is not list or not all(type(d) is int and d >= 0 for d in shape):
+        raise ProtocolError(f"input '{spec.name}' 'shape' must be a list of non-negative integers, got {shape!r}")
     if spec.shape is not None:
         if len(shape) != len(spec.shape):
             raise ProtocolError(
-                f"{where} has shape {shape_text(shape)} of rank {len(shape)}, "
+                f"input '{spec.name}' has shape {shape_text(shape)} of rank {len(shape)}, "
                 f"the model expects rank {len(spec.shape)} shape {shape_text(spec.shape)}"
             )
         for axis, (got, want) in enumerate(zip(shape, spec.shape)):
             if want >= 0 and got != want:
                 raise ProtocolError(
-                    f"{where} has shape {shape_text(shape)}, the model expects {shape_text(spec.shape)} "
+                    f"input '{spec.name}' has shape {shape_text(shape)}, the model expects {shape_text(spec.shape)} "
                     f"(dim {axis} must be {want}, got {got})"
                 )
     if batchable and max_rows and shape[0] > max_rows:
-        raise ProtocolError(f"{where} has batch size {shape[0]}, the model's max_batch_size is {max_rows}")
+        raise ProtocolError(f"input '{spec.name}' has batch size {shape[0]}, the model's max_batch_size is {max_rows}")
     return tuple(shape)
 
 
@@ -241,22 +257,21 @@ def _exact_integers(spec: TensorSpec, data) -> np.ndarray:
 
 
 def _binary_tensor(spec: TensorSpec, size, blob: memoryview, offset: int, shape, count: int) -> np.ndarray:
-    where = f"input '{spec.name}'"
     if type(size) is not int or size < 0:
-        raise ProtocolError(f"{where} parameter 'binary_data_size' must be a non-negative integer, got {size!r}")
+        raise ProtocolError(f"input '{spec.name}' parameter 'binary_data_size' must be a non-negative integer, got {size!r}")
     expected = count * spec.dtype.itemsize
     if size != expected:
         raise ProtocolError(
-            f"{where} has shape {shape_text(shape)} and datatype {spec.datatype}, which take {expected} bytes, "
+            f"input '{spec.name}' has shape {shape_text(shape)} and datatype {spec.datatype}, which take {expected} bytes, "
             f"'binary_data_size' says {size}"
         )
     if offset + size > len(blob):
         raise ProtocolError(
-            f"{where} needs {size} binary bytes at offset {offset}, the binary part of the body has only {len(blob)} bytes"
+            f"input '{spec.name}' needs {size} binary bytes at offset {offset}, the binary part of the body has only {len(blob)} bytes"
         )
     array = _reshape(spec, np.frombuffer(blob, dtype=spec.dtype, count=count, offset=offset), shape)
     if spec.datatype == "BOOL" and count and array.view(np.uint8).max() > 1:
-        raise ProtocolError(f"{where} is BOOL, its binary bytes must each be 0 or 1")
+        raise ProtocolError(f"input '{spec.name}' is BOOL, its binary bytes must each be 0 or 1")
     return array
 
 
@@ -268,7 +283,7 @@ def check_binary_header(header: bytes, signature: Signature) -> int:
     except orjson.JSONDecodeError as exc:
         raise ProtocolError(f"malformed JSON in request: {exc}") from None
     raw_inputs = request.get("inputs") if isinstance(request, dict) else None
-    specs = {spec.name: spec for spec in signature.inputs}
+    specs = signature.input_specs
     announced = elements = 0
     for raw in raw_inputs if isinstance(raw_inputs, list) else ():
         if not isinstance(raw, dict):
@@ -278,7 +293,7 @@ def check_binary_header(header: bytes, signature: Signature) -> int:
         if spec is not None:
             shape = check_shape(spec, raw.get("shape"), signature.max_rows_per_request, signature.batchable)
             elements = check_elements(elements + math.prod(shape), signature.max_elements)
-        size = _parameters(raw, f"input {name!r}").get("binary_data_size")
+        size = _parameters(raw, "input {!r}", name).get("binary_data_size")
         if type(size) is int and size > 0:
             announced += size
     return announced
@@ -309,7 +324,7 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
     raw_inputs = request.get("inputs")
     if not isinstance(raw_inputs, list) or not raw_inputs:
         raise ProtocolError("request 'inputs' must be a non-empty list of tensors")
-    specs = {spec.name: spec for spec in signature.inputs}
+    specs = signature.input_specs
     inputs: dict[str, np.ndarray] = {}
     offset = elements = 0
     for raw in raw_inputs:
@@ -327,7 +342,7 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
         shape = check_shape(spec, raw.get("shape"), signature.max_rows_per_request, signature.batchable)
         count = math.prod(shape)
         elements = check_elements(elements + count, signature.max_elements)
-        params = _parameters(raw, f"input '{name}'")
+        params = _parameters(raw, "input '{}'", name)
         size = params.get("binary_data_size")
         if size is not None:
             if "data" in raw:
@@ -359,7 +374,7 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
 
 
 def _requested_outputs(raw_outputs, signature: Signature, binary_default: bool) -> list[tuple[str, bool]]:
-    names = [spec.name for spec in signature.outputs]
+    names = signature.output_names
     if raw_outputs is None or raw_outputs == []:
         return [(name, binary_default) for name in names]
     if not isinstance(raw_outputs, list):
@@ -373,10 +388,10 @@ def _requested_outputs(raw_outputs, signature: Signature, binary_default: bool) 
             raise ProtocolError(f"unknown output {name!r}; the model's outputs are {', '.join(names)}")
         if any(name == seen for seen, _ in requested):
             raise ProtocolError(f"output '{name}' is requested more than once")
-        params = _parameters(raw, f"output '{name}'")
+        params = _parameters(raw, "output '{}'", name)
         if params.get("classification"):
             raise ProtocolError(f"output '{name}' asks for classification, which this server does not support")
-        requested.append((name, _flag(params, "binary_data", binary_default, f"output '{name}'")))
+        requested.append((name, _flag(params, "binary_data", binary_default, "output '{}'", name)))
     return requested
 
 
