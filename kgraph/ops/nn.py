@@ -216,7 +216,9 @@ def dense(x, kernel, bias=None):
             "dense expects x of shape (..., in) and a kernel of shape (in, out). "
             f"Received: x.shape={x.shape}, kernel.shape={kernel.shape}"
         )
-    out = np.matmul(x, kernel)
+    # One 2-D product: NumPy runs (..., in) @ (in, out) as one small product per leading index.
+    rows = x.reshape(_pymath.prod(x.shape[:-1]), x.shape[-1]) if x.ndim > 2 else x
+    out = np.matmul(rows, kernel).reshape(x.shape[:-1] + kernel.shape[1:])
     if bias is not None:
         bias = np.asarray(bias)
         if bias.ndim <= 1:
@@ -226,6 +228,8 @@ def dense(x, kernel, bias=None):
 
     def vjp(g):
         def d_x():
+            if g.ndim > 2:
+                return np.matmul(g.reshape(_pymath.prod(g.shape[:-1]), g.shape[-1]), kernel.T).reshape(x.shape)
             return np.matmul(g, kernel.T)
 
         def d_kernel():
@@ -233,7 +237,8 @@ def dense(x, kernel, bias=None):
                 return np.outer(x, g)
             if x.ndim == 2:
                 return np.matmul(x.T, g)
-            return np.matmul(x.reshape(-1, x.shape[-1]).T, g.reshape(-1, g.shape[-1]))
+            rows = _pymath.prod(x.shape[:-1])
+            return np.matmul(x.reshape(rows, x.shape[-1]).T, g.reshape(rows, g.shape[-1]))
 
         def d_bias():
             return g.sum(axis=tuple(range(g.ndim - 1)))

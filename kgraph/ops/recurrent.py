@@ -13,6 +13,7 @@ import numpy as np
 
 from kgraph.backend.autodiff import primitive
 from kgraph.ops import gate_activations
+from kgraph.ops.kernels import lstm as lstm_kernel
 from kgraph.ops.operations import op
 
 __all__ = ["gru", "lstm", "simple_rnn"]
@@ -195,6 +196,8 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_bac
     """
     _check("lstm", projection, recurrent_kernel, 4, recurrent_masks)
     _check_mask("lstm", step_mask, projection)
+    if lstm_kernel.applies(activation, recurrent_activation, recurrent_masks, step_mask):
+        return lstm_kernel.run(projection, recurrent_kernel, initial_h, initial_c, go_backwards)
     act = gate_activations.get(activation)
     gate_act = gate_activations.get(recurrent_activation)
     batch, timesteps, width = projection.shape

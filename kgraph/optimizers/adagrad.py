@@ -10,6 +10,8 @@ class Adagrad(Optimizer):
     initial_accumulator_value: the starting value of ``acc``.
     """
 
+    _elementwise_update = True
+
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, weight_decay=None,
                  clipnorm=None, clipvalue=None, global_clipnorm=None, name=None, **kwargs):
         super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, clipnorm=clipnorm,

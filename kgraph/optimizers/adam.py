@@ -16,6 +16,8 @@ class Adam(Optimizer):
     amsgrad: divide by the running maximum of ``v`` instead of ``v``.
     """
 
+    _elementwise_update = True
+
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False,
                  weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, name=None, **kwargs):
         super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, clipnorm=clipnorm,

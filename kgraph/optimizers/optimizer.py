@@ -2,7 +2,8 @@
 
 Updates write straight into each variable's ``value`` array with in-place
 NumPy ufuncs, so a step allocates nothing beyond one scratch array per
-variable (kept between steps).
+variable (kept between steps). Elementwise updates of a large model are shared
+between this thread and one worker thread (see ``update_parallel``).
 """
 import math
 import re
@@ -11,7 +12,8 @@ import warnings
 import numpy as np
 
 from kgraph.backend.variable import Variable
-from kgraph.optimizers import schedules
+from kgraph.ops.kernels import threads
+from kgraph.optimizers import schedules, update_parallel
 
 
 def _snake_case(name):
@@ -82,10 +84,11 @@ class Optimizer:
         self._index = None
         self._scratch = {}
         self._decay_flags = {}
+        self._update_timing = threads.Timing()
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for key in ("_index", "_scratch", "_decay_flags"):
+        for key in ("_index", "_scratch", "_decay_flags", "_update_timing"):
             state.pop(key, None)
         return state
 
@@ -243,6 +246,7 @@ class Optimizer:
         learning_rate = self.learning_rate
         index = self._lookup()
         slot_lists = [self._slots[name] for name in self.slot_names()]
+        jobs = []
         for gradient, variable in zip(grads, trainable_variables):
             i = index[id(variable)]
             value = variable.value
@@ -254,12 +258,27 @@ class Optimizer:
             scratch = self._scratch.get(i)
             if scratch is None or scratch.shape != value.shape or scratch.dtype != value.dtype:
                 scratch = self._scratch[i] = np.empty_like(value)
-            self.update_step(gradient, value, [slots[i].value for slots in slot_lists], learning_rate, scratch)
+            jobs.append((gradient, value, [slots[i].value for slots in slot_lists], scratch))
+        if self._elementwise():
+            update_parallel.run(self.update_step, jobs, learning_rate, self._update_timing)
+        else:
+            for gradient, value, slots, scratch in jobs:
+                self.update_step(gradient, value, slots, learning_rate, scratch)
+        for variable in trainable_variables:
             # As Keras: a variable's constraint (set by Layer.add_weight) projects it after its update.
             constraint = getattr(variable, "constraint", None)
             if constraint is not None:
                 variable.assign(constraint(variable))
         self.iterations += 1
+
+    def _elementwise(self):
+        """Whether ``update_step`` is elementwise, so any slice of a variable may be updated on its own.
+
+        The class defining ``update_step`` says so with ``_elementwise_update = True`` in its own body; a
+        subclass overriding ``update_step`` without saying so is updated one whole variable at a time.
+        """
+        owner = next(c for c in type(self).__mro__ if "update_step" in c.__dict__)
+        return owner.__dict__.get("_elementwise_update", False)
 
     def _filter_empty_gradients(self, grads, variables):
         kept = [(g, v) for g, v in zip(grads, variables) if g is not None]

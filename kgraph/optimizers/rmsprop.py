@@ -12,6 +12,8 @@ class RMSprop(Optimizer):
     gradient). With ``momentum``: ``mom = momentum * mom + step``; ``w -= mom``.
     """
 
+    _elementwise_update = True
+
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False,
                  weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, name=None, **kwargs):
         super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, clipnorm=clipnorm,

@@ -11,6 +11,8 @@ class SGD(Optimizer):
     step is ``w += momentum * m - lr * g`` (using the updated ``m``).
     """
 
+    _elementwise_update = True
+
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None, clipnorm=None,
                  clipvalue=None, global_clipnorm=None, name=None, **kwargs):
         super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, clipnorm=clipnorm,

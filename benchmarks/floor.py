@@ -1,0 +1,279 @@
+"""Training step time over its matrix-product floor, and next to PyTorch eager, side by side in one run.
+
+For each model of ``train_throughput.py`` (MLP 784-512-512-10, the digits CNN,
+LSTM(128) on 32x64; batch 128, Adam) this starts one worker process per
+contender: kgraph (this tree, and optionally a git revision with
+``--baseline``), PyTorch eager, and the floor (the step's matrix products
+alone, run by NumPy's BLAS on arrays of the step's shapes). The workers take
+turns, each timing ``--steps`` training steps per round (kgraph through
+``fit``), and the best round of each is kept, so a busy moment of a shared
+machine hits all alike. Each worker also reports its peak RSS (its own
+process: the framework, the model, the data and the steps).
+
+    python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--baseline HEAD | --baseline-root DIR]
+    python benchmarks/floor.py --profile mlp   # cProfile of kgraph steps, the top functions by own time
+    python benchmarks/floor.py --breakdown     # ms of forward, loss, gradient, optimizer next to the floor
+
+The MLP's floor is its 8 products (3 forward, 3 weight gradients, 2 input
+gradients); the LSTM's the input projection, 32 recurrent products forward and
+32 back, and the two weight gradients; the CNN's the im2col products of a plain
+engine (kgraph runs its second convolution as Winograd, below that floor).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# The worker: builds one contender for one model, then times ``steps`` steps per line read from stdin.
+WORKER = r"""
+import resource, sys, time
+sys.path.insert(0, {root!r})
+import kgraph  # this tree's (or the revision's) package, before the benchmarks put ROOT on the path
+sys.path.insert(1, {bench!r})
+import numpy as np
+import floor
+run = floor.CONTENDERS[{kind!r}]({model!r}, {steps})
+run()
+print("ready", flush=True)
+for line in sys.stdin:
+    start = time.perf_counter()
+    run()
+    ms = (time.perf_counter() - start) * 1000 / {steps}
+    print(ms, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, flush=True)
+"""
+
+
+BATCH = 128
+
+
+def kgraph_steps(model, steps):
+    """Build and compile ``model`` in kgraph; return a function running ``steps`` steps of ``fit``."""
+    import train_throughput as tt
+
+    import kgraph
+    entry = tt.MODELS[model]
+    x, y = entry["data"](steps * BATCH)
+    kgraph.utils.set_random_seed(0)
+    net = entry["kgraph"]()
+    net.compile(optimizer="adam", loss=entry["loss"])
+    return lambda: net.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
+
+
+def torch_steps(model, steps):
+    """The same model as a PyTorch eager loop (shuffled batches, Adam, cross-entropy)."""
+    import numpy as np
+    import torch
+    import train_throughput as tt
+    entry = tt.MODELS[model]
+    x, y = entry["data"](steps * BATCH)
+    torch.manual_seed(0)
+    module = entry["torch"]()
+    optimizer = torch.optim.Adam(module.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    tx, ty = torch.from_numpy(x), torch.from_numpy(np.asarray(y, dtype=np.int64))
+
+    def run():
+        order = torch.randperm(len(tx))
+        for i in range(0, len(order), BATCH):
+            idx = order[i:i + BATCH]
+            optimizer.zero_grad()
+            loss_fn(module(tx[idx]), ty[idx]).backward()
+            optimizer.step()
+    return run
+
+
+def _products(model):
+    """``(a_shape, b_shape)`` of every matrix product of one training step of ``model``."""
+    if model == "mlp":
+        dims = (784, 512, 512, 10)
+        forward = [((BATCH, i), (i, o)) for i, o in zip(dims, dims[1:])]
+        weights = [((i, BATCH), (BATCH, o)) for i, o in zip(dims, dims[1:])]
+        inputs = [((BATCH, o), (o, i)) for i, o in zip(dims[1:-1], dims[2:])]
+        return forward + weights + inputs
+    if model == "lstm":
+        t, f, u = 32, 64, 128
+        return ([((t * BATCH, f), (f, 4 * u))] + [((BATCH, u), (u, 4 * u))] * t + [((BATCH, 4 * u), (4 * u, u))] * t
+                + [((u, t * BATCH), (t * BATCH, 4 * u)), ((f, t * BATCH), (t * BATCH, 4 * u)),
+                   ((BATCH, u), (u, 10)), ((u, BATCH), (BATCH, 10))])
+    if model == "cnn":
+        shapes = [(BATCH * 26 * 26, 9, 32), (BATCH * 11 * 11, 288, 64), (BATCH, 1600, 128), (BATCH, 128, 10)]
+        out = []
+        for i, (m, k, n) in enumerate(shapes):
+            out += [((m, k), (k, n)), ((k, m), (m, n))] + ([((m, n), (n, k))] if i else [])
+        return out
+    raise ValueError(f"Unknown model {model!r}; expected one of mlp, cnn, lstm")
+
+
+def floor_steps(model, steps):
+    """The step's matrix products alone, on random float32 operands of the step's shapes."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    pairs = [(rng.random(a, dtype=np.float32), rng.random(b, dtype=np.float32)) for a, b in _products(model)]
+    outs = [np.empty((a.shape[0], b.shape[1]), np.float32) for a, b in pairs]
+
+    def run():
+        for _ in range(steps):
+            for (a, b), out in zip(pairs, outs):
+                np.matmul(a, b, out=out)
+    return run
+
+
+CONTENDERS = {"kgraph": kgraph_steps, "torch": torch_steps, "floor": floor_steps}
+
+
+def checkout(revision, into):
+    """The ``kgraph`` package of ``revision`` unpacked under ``into`` (as revision_compare.py does)."""
+    sys.path.insert(0, HERE)
+    from revision_compare import checkout as unpack
+    return unpack(revision, into)
+
+
+def start(root, kind, model, steps):
+    code = WORKER.format(root=root, bench=HERE, kind=kind, model=model, steps=steps)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if proc.stdout.readline().strip() != "ready":
+        raise RuntimeError(f"the {kind} worker for {model} did not start")
+    return proc
+
+
+def round_of(proc):
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    ms, rss = proc.stdout.readline().split()
+    return float(ms), float(rss)
+
+
+def compare(model, contenders, rounds, steps):
+    """Best ms per step and peak RSS (MiB) of each contender ``(label, root, kind)``, turns interleaved."""
+    workers = [start(root, kind, model, steps) for _, root, kind in contenders]
+    best = [float("inf")] * len(workers)
+    rss = [0.0] * len(workers)
+    try:
+        for r in range(rounds):
+            # Who goes first rotates, so no contender always runs right after the same other one.
+            order = list(range(len(workers)))
+            order = order[r % len(order):] + order[:r % len(order)]
+            for i in order:
+                ms, peak = round_of(workers[i])
+                best[i] = min(best[i], ms)
+                rss[i] = max(rss[i], peak)
+    finally:
+        for proc in workers:
+            proc.stdin.close()
+            proc.wait()
+    return best, rss
+
+
+def profile(model, steps):
+    import cProfile
+    import pstats
+    sys.path.insert(0, ROOT)
+    sys.path.insert(1, HERE)
+    run = CONTENDERS["kgraph"](model, steps)
+    run()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run()
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(25)
+
+
+def breakdown(model, rounds):
+    """Best-of-``rounds`` ms of each part of one kgraph step (forward, loss, gradient, optimizer), and the
+    whole ``fit`` step and the floor, timed in this process."""
+    import time
+
+    import train_throughput as tt
+
+    import kgraph
+    from kgraph.backend.autodiff import GradientTape
+    entry = tt.MODELS[model]
+    x, y = entry["data"](BATCH)
+    kgraph.utils.set_random_seed(0)
+    net = entry["kgraph"]()
+    net.compile(optimizer="adam", loss=entry["loss"])
+    net.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
+    step, products = kgraph_steps(model, 8), floor_steps(model, 1)
+    parts = {"forward": [], "loss": [], "gradient": [], "optimizer": [], "fit step": [], "floor": []}
+    for _ in range(rounds):
+        marks = [time.perf_counter()]
+        with GradientTape() as tape:
+            y_pred = net(x, training=True)
+            marks.append(time.perf_counter())
+            loss = net.compute_loss(x, y, y_pred)
+        marks.append(time.perf_counter())
+        variables = net.trainable_weights
+        grads = tape.gradient(loss, variables)
+        marks.append(time.perf_counter())
+        net.optimizer.apply(grads, variables)
+        marks.append(time.perf_counter())
+        for name, start, end in zip(parts, marks, marks[1:]):
+            parts[name].append((end - start) * 1000)
+        start = time.perf_counter()
+        step()
+        parts["fit step"].append((time.perf_counter() - start) * 1000 / 8)
+        start = time.perf_counter()
+        products()
+        parts["floor"].append((time.perf_counter() - start) * 1000)
+    best = {name: min(times) for name, times in parts.items()}
+    print(f"{model}: " + ", ".join(f"{name} {ms:.2f} ms" for name, ms in best.items())
+          + f"; fit step / floor {best['fit step'] / best['floor']:.2f}x; "
+          f"fit step - (forward + loss + gradient + optimizer) {best['fit step'] - sum(list(best.values())[:4]):.2f} ms")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="mlp,cnn,lstm")
+    parser.add_argument("--rounds", type=int, default=15, help="turns per contender; the best is reported")
+    parser.add_argument("--steps", type=int, default=8, help="training steps timed per turn")
+    parser.add_argument("--baseline", help="also time kgraph at this git revision (e.g. HEAD)")
+    parser.add_argument("--baseline-root", help="or the kgraph package under this directory (a copy of a revision)")
+    parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    parser.add_argument("--profile", metavar="MODEL", help="profile kgraph's steps on MODEL instead")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="time the parts of one kgraph step of each model instead (in this process)")
+    args = parser.parse_args()
+    if args.profile:
+        profile(args.profile, args.steps)
+        return
+    if args.breakdown:
+        sys.path[:0] = [ROOT, HERE]
+        for model in args.models.split(","):
+            breakdown(model, args.rounds)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        contenders = [("kgraph", ROOT, "kgraph")]
+        if args.baseline:
+            contenders.append((f"kgraph@{args.baseline}", checkout(args.baseline, tmp), "kgraph"))
+        elif args.baseline_root:
+            contenders.append(("kgraph@base", os.path.abspath(args.baseline_root), "kgraph"))
+        if not args.no_torch:
+            contenders.append(("torch", ROOT, "torch"))
+        contenders.append(("floor", ROOT, "floor"))
+        labels = [label for label, _, _ in contenders]
+        print(f"batch 128, Adam; ms per step, best of {args.rounds} interleaved turns of {args.steps} steps; "
+              f"peak RSS of each worker in MiB")
+        print(f"{'model':<6}" + "".join(f"{label:>16}" for label in labels)
+              + "".join(f"{label + '/floor':>18}" for label in labels[:-1])
+              + ("".join(f"{'torch/' + label:>18}" for label in labels if label.startswith("kgraph"))
+                 if not args.no_torch else ""))
+        for model in args.models.split(","):
+            best, rss = compare(model, contenders, args.rounds, args.steps)
+            times = dict(zip(labels, best))
+            row = f"{model:<6}" + "".join(f"{ms:>9.2f} ms {mib:>4.0f}" for ms, mib in zip(best, rss))
+            row += "".join(f"{times[label] / times['floor']:>17.2f}x" for label in labels[:-1])
+            if not args.no_torch:
+                row += "".join(f"{times['torch'] / times[label]:>17.2f}x" for label in labels
+                               if label.startswith("kgraph"))
+            print(row, flush=True)
+    print("(x/floor: step time over the matrix products' time, lower is better; torch/kgraph: above 1 means "
+          "kgraph's step is faster)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The LSTM recurrence with Keras's default activations (tanh, sigmoid) and no masks: forward and BPTT.
+
+The same math as the general loop of ``kgraph.ops.recurrent.lstm`` (gate order
+i, f, c, o; the sigmoid as ``0.5 * tanh(x / 2) + 0.5``), arranged so that each
+step runs few, contiguous NumPy calls into buffers allocated once per call:
+
+- the four gates activate together: scaling by ``(0.5, 0.5, 1, 0.5)`` per gate
+  block, one ``tanh`` over the whole row, then ``* scale + offset`` turns the
+  blocks i, f, o into sigmoids and leaves c a tanh, element for element what
+  the separate calls compute (the factors are powers of two and ones);
+- the gate derivatives are ``(a - y) * y + b`` with ``a = (1, 1, 0, 1)`` and
+  ``b = (0, 0, 1, 0)``: ``y (1 - y)`` for a sigmoid, ``1 - y^2`` for tanh;
+- the projection's cotangent is written batch-major in input order, the layout
+  of the projection itself, so the input projection's VJP takes it without a
+  copy, and the recurrent kernel's gradient is one product over all steps;
+- the rows of the batch recur independently: a large batch may run as two
+  halves in two threads, with BLAS on one thread each (``kernels.threads``);
+  whether that beats one thread driving BLAS's own threads depends on the
+  machine and its load, so the forward pass times both ways and keeps the faster
+  (the backward pass follows the forward's choice).
+"""
+import time
+
+import numpy as np
+
+from kgraph.ops.kernels import threads
+
+__all__ = ["applies", "run"]
+
+# Each thread's half of the batch has at least this many rows, and a call this many elements of gates.
+MIN_ROWS = 8
+MIN_WORK = 1 << 16
+# Per (batch, timesteps, 4 * units): whether two threads have been faster than one with BLAS's threads.
+_TIMINGS = {}
+
+
+def applies(activation, recurrent_activation, recurrent_masks, step_mask):
+    """Whether ``run`` computes this call (Keras's default activations, no dropout or step masks)."""
+    return activation == "tanh" and recurrent_activation == "sigmoid" and recurrent_masks is None \
+        and step_mask is None
+
+
+def _gate_constants(units, dtype):
+    """Per-column ``scale`` and ``offset`` of the activation and ``a``, ``b`` of the derivative."""
+    def row(i, f, c, o):
+        return np.repeat(np.array([i, f, c, o], dtype=dtype), units)
+    return row(0.5, 0.5, 1.0, 0.5), row(0.5, 0.5, 0.0, 0.5), row(1, 1, 0, 1), row(0, 0, 1, 0)
+
+
+def _initial(buffer, value, argument):
+    if value is None:
+        buffer[...] = 0
+        return
+    if np.shape(value) != buffer.shape:
+        raise ValueError(f"lstm expects `{argument}` of shape (batch, units) = {buffer.shape}. "
+                         f"Received: shape={np.shape(value)}")
+    buffer[...] = value
+
+
+def _forward(projection, kernel, hidden, cells, gates, act_cells, times):
+    """Run the steps; ``hidden[:, s + 1]`` and ``cells[s + 1]`` receive the states after step ``s``."""
+    u = kernel.shape[0]
+    scale, offset, _, _ = _gate_constants(u, projection.dtype)
+    product = np.empty((projection.shape[0], u), dtype=projection.dtype)
+    for s, t in enumerate(times):
+        z = gates[s]
+        np.matmul(hidden[:, s], kernel, out=z)
+        z += projection[:, t]
+        z *= scale
+        np.tanh(z, out=z)
+        z *= scale
+        z += offset
+        c = cells[s + 1]
+        np.multiply(z[:, u:2 * u], cells[s], out=c)
+        np.multiply(z[:, :u], z[:, 2 * u:3 * u], out=product)
+        c += product
+        np.tanh(c, out=act_cells[s])
+        np.multiply(z[:, 3 * u:], act_cells[s], out=hidden[:, s + 1])
+
+
+def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection, times):
+    """BPTT from the last step: fills ``d_projection`` (input order); ``dh``, ``dc`` end as the initial
+    states' cotangents."""
+    u = kernel.shape[0]
+    _, _, a, b = _gate_constants(u, gates.dtype)
+    to_c = np.empty_like(dh)
+    slope = np.empty(gates.shape[1:], dtype=gates.dtype)
+    kernel_t = kernel.T
+    for s in range(len(times) - 1, -1, -1):
+        z, tc = gates[s], act_cells[s]
+        dz = d_projection[:, times[s]]
+        dh += g_sequence[:, s]
+        # dc += dh * o * (1 - tanh(c)^2)
+        np.multiply(tc, tc, out=to_c)
+        np.subtract(1, to_c, out=to_c)
+        to_c *= z[:, 3 * u:]
+        to_c *= dh
+        dc += to_c
+        np.multiply(dc, z[:, 2 * u:3 * u], out=dz[:, :u])
+        np.multiply(dc, cells[s], out=dz[:, u:2 * u])
+        np.multiply(dc, z[:, :u], out=dz[:, 2 * u:3 * u])
+        np.multiply(dh, tc, out=dz[:, 3 * u:])
+        np.subtract(a, z, out=slope)
+        slope *= z
+        slope += b
+        dz *= slope
+        dc *= z[:, u:2 * u]
+        np.matmul(dz, kernel_t, out=dh)
+
+
+def _halves(batch, work_per_row):
+    """Two row ranges for two threads (each row's recurrence is independent of the others), or None when
+    the batch is too small for a hand-off to pay."""
+    if batch < 2 * MIN_ROWS or batch * work_per_row < MIN_WORK or not threads.can_split():
+        return None
+    half = batch // 2
+    return slice(0, half), slice(half, batch)
+
+
+def _timing(shape):
+    """The split-or-not timing of calls of this shape (a bounded table: sequence lengths may vary)."""
+    if shape not in _TIMINGS and len(_TIMINGS) >= 64:
+        _TIMINGS.clear()
+    return _TIMINGS.setdefault(shape, threads.Timing())
+
+
+def _run(job, halves):
+    if halves is None:
+        job(slice(None))
+    else:
+        threads.in_halves(job, *halves)
+
+
+def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwards=False):
+    """``((sequence, last_h, last_c), vjp)`` as ``kgraph.ops.recurrent.lstm`` returns them (see ``applies``)."""
+    batch, timesteps, width = projection.shape
+    u = width // 4
+    dtype = projection.dtype
+    times = list(range(timesteps - 1, -1, -1)) if go_backwards else list(range(timesteps))
+    # Batch-major states in processing order: hidden[:, 1:] is the sequence output as it is.
+    hidden = np.empty((batch, timesteps + 1, u), dtype=dtype)
+    cells = np.empty((timesteps + 1, batch, u), dtype=dtype)
+    _initial(hidden[:, 0], initial_h, "initial_h")
+    _initial(cells[0], initial_c, "initial_c")
+    gates = np.empty((timesteps, batch, width), dtype=dtype)
+    act_cells = np.empty((timesteps, batch, u), dtype=dtype)
+    halves, timing = _halves(batch, width * timesteps), None
+    if halves is not None:
+        timing = _timing((batch, timesteps, width))
+        halves = halves if timing.choose() else None
+    start = time.perf_counter()
+
+    def forward(rows):
+        _forward(projection[rows], recurrent_kernel, hidden[rows], cells[:, rows], gates[:, rows],
+                 act_cells[:, rows], times)
+    _run(forward, halves)
+    if timing is not None:
+        timing.record(halves is not None, time.perf_counter() - start)
+
+    def vjp(cotangents):
+        g_sequence, g_h, g_c = cotangents
+        dh = np.array(g_h, dtype=dtype)
+        dc = np.array(g_c, dtype=dtype)
+        d_projection = np.empty(projection.shape, dtype=dtype)
+
+        def backward(rows):
+            _backward(g_sequence[rows], dh[rows], dc[rows], recurrent_kernel, cells[:, rows], gates[:, rows],
+                      act_cells[:, rows], d_projection[rows], times)
+        _run(backward, halves)
+        # Each step's incoming h beside its gate cotangents, in input order as d_projection is.
+        previous = hidden[:, -2::-1] if go_backwards else hidden[:, :-1]
+        previous = np.ascontiguousarray(previous).reshape(-1, u)
+        d_kernel = previous.T @ d_projection.reshape(-1, width)
+        return (d_projection, d_kernel, None if initial_h is None else dh, None if initial_c is None else dc)
+
+    return (hidden[:, 1:], hidden[:, -1].copy(), cells[-1].copy()), vjp

@@ -1,0 +1,112 @@
+"""A second thread for NumPy work that splits in two independent halves (NumPy releases the GIL).
+
+NumPy's ufuncs run on one core; OpenBLAS spreads one product over its own
+threads. ``in_halves`` runs two halves of a job at once, one in the calling
+thread and one in this process's worker, with BLAS held to one thread meanwhile
+(through threadpoolctl, when installed; without it the job runs whole in the
+calling thread, since two threads whose products each start BLAS threads of
+their own oversubscribe the cores). Which way is faster depends on the CPU and
+on what else keeps its cores busy, so callers time both with ``Timing``.
+"""
+import contextlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["Timing", "can_split", "cores", "in_halves", "worker"]
+
+_lock = threading.Lock()
+_splitting = threading.Lock()
+_pool = None
+_pool_pid = None
+_controller = None
+
+
+def worker():
+    """The process's worker thread (a new one after a fork, whose child has no threads)."""
+    global _pool, _pool_pid
+    with _lock:
+        if _pool is None or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgraph-kernel")
+            _pool_pid = os.getpid()
+        return _pool
+
+
+def _blas_controller():
+    """threadpoolctl's controller of the loaded BLAS libraries, or None without threadpoolctl or cores."""
+    global _controller
+    if _controller is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _controller = False
+        else:
+            _controller = ThreadpoolController().select(user_api="blas") if cores() > 1 else False
+    return _controller or None
+
+
+def cores():
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def can_split():
+    """Whether ``in_halves`` runs its halves at once (threadpoolctl installed, two cores or more)."""
+    return _blas_controller() is not None
+
+
+def in_halves(job, first, second):
+    """Run ``job(first)`` in the worker and ``job(second)`` here, BLAS on one thread each, and wait for both.
+
+    Without threadpoolctl (see ``can_split``), or while another thread is splitting a job, both run here,
+    one after the other.
+    """
+    controller = _blas_controller()
+    # One split at a time: BLAS's thread count is process-wide, and a second thread splitting meanwhile would
+    # restore it out of order; that thread runs its job whole instead.
+    if controller is None or not _splitting.acquire(blocking=False):
+        job(first)
+        job(second)
+        return
+    try:
+        limit = controller.limit(limits=1) if controller.lib_controllers else contextlib.nullcontext()
+        with limit:
+            pending = worker().submit(job, first)
+            try:
+                job(second)
+            finally:
+                pending.result()
+    finally:
+        _splitting.release()
+
+
+class Timing:
+    """Whether to split a job in two threads, by how long each way took lately (both give the same values).
+
+    Two threads pay on two free cores and lose where the cores are busy with other work (or with BLAS
+    threads still spinning after a product), and BLAS's own threads may already use both cores well; so
+    the choice is measured, not assumed: each way is timed on its first use, the faster one is taken, and
+    every ``RETRY``-th call retimes the other.
+    """
+
+    RETRY = 16
+
+    def __init__(self):
+        self.seconds = {True: None, False: None}
+        self.steps = 0
+
+    def choose(self):
+        """True to split this call's job between two threads."""
+        self.steps += 1
+        for split in (True, False):
+            if self.seconds[split] is None:
+                return split
+        faster = self.seconds[True] <= self.seconds[False]
+        return not faster if self.steps % self.RETRY == 0 else faster
+
+    def record(self, split, seconds):
+        previous = self.seconds[split]
+        self.seconds[split] = seconds if previous is None else 0.5 * (previous + seconds)

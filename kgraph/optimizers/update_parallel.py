@@ -1,0 +1,66 @@
+"""Elementwise optimizer updates shared between the calling thread and one worker thread.
+
+NumPy's ufuncs run on one core and release the GIL, so the same in-place
+update run on two halves of the variables at once takes about half the time
+on two cores; the result is the same, element for element. Each large
+variable is cut in two flat halves (the update must be elementwise: the
+optimizer's ``_elementwise_update``); small updates stay in the calling thread,
+where a hand-off would cost more than it saves, and ``threads.Timing`` keeps
+whichever way has been faster on this machine lately.
+"""
+import time
+
+from kgraph.ops.kernels import threads
+
+# Below this many elements in all, a step's update runs in the calling thread alone.
+SPLIT_ELEMENTS = 1 << 16
+# A variable smaller than this is updated whole, by one thread.
+_PIECE_ELEMENTS = 1 << 13
+
+
+def _halves(arrays):
+    """Each array of one job as two flat halves, or None when one of them is not contiguous."""
+    if not all(a.flags.c_contiguous for a in arrays):
+        return None
+    flat = [a.reshape(-1) for a in arrays]
+    half = flat[0].size // 2
+    return [f[:half] for f in flat], [f[half:] for f in flat]
+
+
+def _split(jobs):
+    """``(worker_jobs, own_jobs)``: about half of the elements each, big variables cut in two."""
+    worker, own = [], []
+    for gradient, value, slots, scratch in jobs:
+        halves = _halves([gradient, value, scratch, *slots]) if value.size >= _PIECE_ELEMENTS else None
+        if halves is None:
+            own.append((gradient, value, slots, scratch))
+            continue
+        for part, side in zip(halves, (worker, own)):
+            side.append((part[0], part[1], part[3:], part[2]))
+    return worker, own
+
+
+def _run_all(update_step, jobs, learning_rate):
+    for gradient, value, slots, scratch in jobs:
+        update_step(gradient, value, slots, learning_rate, scratch)
+
+
+def run(update_step, jobs, learning_rate, timing=None):
+    """Apply ``update_step(gradient, value, slots, learning_rate, scratch)`` to every job, in two threads
+    when the jobs are large enough and ``timing`` (a ``threads.Timing``; None: always) finds that faster."""
+    if sum(job[1].size for job in jobs) < SPLIT_ELEMENTS or threads.cores() < 2:
+        _run_all(update_step, jobs, learning_rate)
+        return
+    split = timing is None or timing.choose()
+    start = time.perf_counter()
+    worker_jobs, own_jobs = _split(jobs) if split else ([], jobs)
+    if worker_jobs:
+        pending = threads.worker().submit(_run_all, update_step, worker_jobs, learning_rate)
+        try:
+            _run_all(update_step, own_jobs, learning_rate)
+        finally:
+            pending.result()
+    else:
+        _run_all(update_step, own_jobs, learning_rate)
+    if timing is not None:
+        timing.record(split, time.perf_counter() - start)

@@ -1,0 +1,98 @@
+"""The LSTM kernel (Keras's default activations, no masks) against finite differences and the general loop."""
+import numpy as np
+import pytest
+
+from kgraph import ops
+from kgraph.backend.autodiff import GradientTape
+from kgraph.ops.kernels import lstm as lstm_kernel
+from kgraph.ops.kernels import threads
+from tests.gradcheck import check_gradients
+
+BATCH, TIMESTEPS, UNITS = 2, 3, 2
+
+
+def _inputs(seed, dtype=np.float64, batch=BATCH, timesteps=TIMESTEPS, units=UNITS):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(dtype) * scale for s, scale in (
+        ((batch, timesteps, 4 * units), 1.0), ((units, 4 * units), 0.5), ((batch, units), 0.5),
+        ((batch, units), 0.5))]
+
+
+def _all_outputs(go_backwards, **options):
+    """One array holding every output of ops.lstm, so one cotangent weighs them all."""
+    def fn(xs):
+        sequence, h, c = ops.lstm(*xs, go_backwards=go_backwards, **options)
+        return ops.concatenate([ops.reshape(sequence, (BATCH, -1)), h, c], axis=1)
+    return fn
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_kernel_gradients_match_finite_differences(go_backwards):
+    # float64 central differences with eps 1e-6 are good to about 1e-8; 1e-5 relative leaves room.
+    assert lstm_kernel.applies("tanh", "sigmoid", None, None)
+    check_gradients(_all_outputs(go_backwards), _inputs(0))
+
+
+def _run(xs, go_backwards, step_mask=None):
+    sequence_weights = np.random.default_rng(5).standard_normal((xs[0].shape[0], xs[0].shape[1], xs[1].shape[0]))
+    with GradientTape() as tape:
+        tape.watch(xs)
+        sequence, h, c = ops.lstm(*xs, go_backwards=go_backwards, step_mask=step_mask)
+        loss = ops.sum(sequence * sequence_weights) + ops.sum(h * 0.5) + ops.sum(c * c)
+    return [np.asarray(sequence), np.asarray(h), np.asarray(c)] + tape.gradient(loss, xs)
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_kernel_matches_the_general_loop(go_backwards):
+    # An all-true step mask sends the same call through the general loop; the kernel computes the same
+    # float32 operations, so the two agree to float32 rounding (1e-5 of values of order 1 to 10).
+    xs = _inputs(1, np.float32, batch=5, timesteps=7, units=6)
+    fast = _run(xs, go_backwards)
+    general = _run(xs, go_backwards, step_mask=np.ones(xs[0].shape[:2], bool))
+    for name, a, b in zip(["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"], fast, general):
+        assert a.dtype == np.float32, name
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_kernel_needs_no_initial_states():
+    xs = _inputs(2, np.float32)[:2]
+    with GradientTape() as tape:
+        tape.watch(xs)
+        sequence, h, c = ops.lstm(*xs)
+        loss = ops.sum(h) + ops.sum(c)
+    d_projection, d_kernel = tape.gradient(loss, xs)
+    assert sequence.shape == (BATCH, TIMESTEPS, UNITS) and d_projection.shape == xs[0].shape
+    general = ops.lstm(*xs, step_mask=np.ones((BATCH, TIMESTEPS), bool))
+    np.testing.assert_allclose(h, general[1], rtol=1e-6, atol=1e-6)
+    assert np.all(np.isfinite(d_kernel)) and np.any(d_kernel != 0)
+
+
+def test_other_activations_and_masks_take_the_general_loop():
+    assert not lstm_kernel.applies("relu", "sigmoid", None, None)
+    assert not lstm_kernel.applies("tanh", "hard_sigmoid", None, None)
+    assert not lstm_kernel.applies("tanh", "sigmoid", np.ones((4, 1, 1)), None)
+    assert not lstm_kernel.applies("tanh", "sigmoid", None, np.ones((1, 1), bool))
+
+
+def test_wrong_initial_state_shape_is_named():
+    xs = _inputs(3, np.float32)
+    with pytest.raises(ValueError, match=r"`initial_c` of shape \(batch, units\) = \(2, 2\).*\(2, 3\)"):
+        ops.lstm(xs[0], xs[1], xs[2], np.zeros((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_batch_halves_in_two_threads_match_the_general_loop(go_backwards):
+    # Large enough for the kernel to split the batch between two threads (where threadpoolctl is installed;
+    # elsewhere the same call runs whole). Each row's recurrence is independent, so results are the same.
+    lstm_kernel._TIMINGS.clear()  # a shape's first call runs split (then each way is timed)
+    xs = _inputs(4, np.float32, batch=2 * lstm_kernel.MIN_ROWS + 3, timesteps=16, units=64)
+    assert xs[0].shape[0] * xs[0].shape[1] * xs[0].shape[2] >= lstm_kernel.MIN_WORK
+    assert (lstm_kernel._halves(xs[0].shape[0], xs[0].shape[1] * xs[0].shape[2]) is not None) == \
+        threads.can_split()
+    fast = _run(xs, go_backwards)
+    general = _run(xs, go_backwards, step_mask=np.ones(xs[0].shape[:2], bool))
+    for name, a, b in zip(["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"], fast, general):
+        # float32 over 16 steps, with products summed in other orders (BLAS on one thread in each half, the
+        # kernel gradient over the rows in another order): within 1e-4 relative or 1e-5 of the array's scale
+        # (1e-4 is also the exporter's recurrent tolerance).
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * np.abs(b).max(), err_msg=name)
