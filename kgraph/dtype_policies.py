@@ -1,10 +1,10 @@
 """``keras.dtype_policies``: the float type a layer keeps its weights in and computes in.
 
-kgraph computes in one float type per layer: its policy names that type (``"float32"``, ``"float64"``,
-``"float16"``, ``"bfloat16"`` where NumPy has it, or any other dtype name a layer takes). Keras's mixed
-policies (``"mixed_float16"``, ``"mixed_bfloat16"``: weights in float32, computation in half precision) and its
-quantized policies are refused by name: a NumPy engine gains no speed from half precision, and computing such a
-model in float32 silently would give other numbers than the program asked for.
+A layer computes in the float type its policy names (``"float32"``, ``"float64"``,
+``"float16"``, or any other dtype name a layer takes). ``"mixed_float16"`` keeps a layer's variables in float32
+and computes in float16, as Keras does: inside the layer's call its float32 variables are read as float16
+(``kgraph.backend.autodiff.autocast``), and the gradients reach the float32 variables cast back. Keras's
+``"mixed_bfloat16"`` (NumPy has no bfloat16) and quantized policies are refused by name.
 """
 from __future__ import annotations
 
@@ -12,15 +12,17 @@ from kgraph.backend.settings import floatx, standardize_dtype
 
 __all__ = ["DTypePolicy", "FloatDTypePolicy", "deserialize", "dtype_policy", "get", "serialize", "set_dtype_policy"]
 
-_MIXED = ("mixed_float16", "mixed_bfloat16")
+_MIXED = {"mixed_float16": "float16"}  # policy -> compute dtype; its variables are float32
 _GLOBAL = {"policy": None}
 
 
 def _refuse_unsupported(name):
-    if name in _MIXED or str(name).startswith(("int8", "int4", "float8", "gptq", "awq")):
-        raise ValueError(f"kgraph does not support the dtype policy {name!r}: it computes each layer in one float "
-                         "type (mixed-precision and quantized policies are not implemented). Use 'float32' (or "
-                         "'float64').")
+    if name == "mixed_bfloat16":
+        raise ValueError("kgraph does not support the dtype policy 'mixed_bfloat16': NumPy has no bfloat16 type. "
+                         "Use 'mixed_float16' (float16 computation, float32 variables) or 'float32'.")
+    if str(name).startswith(("int8", "int4", "float8", "gptq", "awq")):
+        raise ValueError(f"kgraph does not support the dtype policy {name!r}: quantized policies are not "
+                         "implemented. Use 'float32', 'float64' or 'mixed_float16'.")
 
 
 class DTypePolicy:
@@ -33,11 +35,15 @@ class DTypePolicy:
             raise TypeError(f"'name' must be a string, such as 'float32'. Received: name={name!r} "
                             f"(of type {type(name).__name__})")
         _refuse_unsupported(name)
-        self._name = "string" if standardize_dtype(name) == "str" else standardize_dtype(name)
+        if name in _MIXED:
+            self._name, self._compute, self._variable = name, _MIXED[name], "float32"
+        else:
+            self._name = "string" if standardize_dtype(name) == "str" else standardize_dtype(name)
+            self._compute = self._variable = self._name
 
     name = property(lambda self: self._name)
-    compute_dtype = property(lambda self: self._name)
-    variable_dtype = property(lambda self: self._name)
+    compute_dtype = property(lambda self: self._compute)
+    variable_dtype = property(lambda self: self._variable)
     quantization_mode = property(lambda self: None)
 
     def get_config(self):
@@ -94,12 +100,8 @@ def dtype_policy():
     return _GLOBAL["policy"] or DTypePolicy(floatx())
 
 
-def layer_dtype(value):
-    """The dtype name a layer keeps, from a ``dtype=`` argument (name, NumPy dtype, policy or its dict)."""
+def layer_policy(value):
+    """The DTypePolicy of a layer's ``dtype=`` argument (name, NumPy dtype, policy or its dict; None: global)."""
     if value is None:
-        return standardize_dtype(_GLOBAL["policy"].name) if _GLOBAL["policy"] is not None else floatx()
-    if isinstance(value, (DTypePolicy, dict)):
-        return standardize_dtype(get(value).name)
-    if isinstance(value, str):
-        _refuse_unsupported(value)
-    return standardize_dtype(value)
+        return _GLOBAL["policy"] or DTypePolicy(floatx())
+    return get(value)

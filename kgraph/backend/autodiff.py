@@ -64,10 +64,30 @@ def unbroadcast(g, shape):
     return np.sum(g, axis=axes).reshape(shape)
 
 
+_autocast = threading.local()  # .dtype: the compute dtype Variables are read in, inside a mixed-policy layer
+
+
+@contextlib.contextmanager
+def autocast(dtype):
+    """Within it, floating Variables of another float type are read as ``dtype`` by every op (Keras's
+    AutocastScope: a ``mixed_float16`` layer's float32 weights take part in its float16 computation). The tape
+    records the Variable's own array, so its gradient comes back in the Variable's dtype."""
+    previous = getattr(_autocast, "dtype", None)
+    _autocast.dtype = None if dtype is None else np.dtype(dtype)
+    try:
+        yield
+    finally:
+        _autocast.dtype = previous
+
+
 def _value(x):
-    """The plain ndarray behind a Variable or a TapeArray (anything else unchanged)."""
+    """The plain ndarray behind a Variable (cast inside ``autocast``) or a TapeArray (anything else unchanged)."""
     if isinstance(x, Variable):
-        return x.value
+        value = x.value
+        dtype = getattr(_autocast, "dtype", None)
+        if dtype is not None and value.dtype != dtype and value.dtype.kind == "f":
+            return value.astype(dtype)
+        return value
     if isinstance(x, TapeArray):
         return x.view(_ndarray)
     return x

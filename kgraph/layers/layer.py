@@ -79,7 +79,7 @@ class Layer(Operation):
         object.__setattr__(self, "_layers", [])
         self.name = name or naming.uniquify(naming.to_snake_case(type(self).__name__))
         self._trainable = bool(trainable)
-        self.dtype = dtype_policies.layer_dtype(dtype)  # a name, a NumPy dtype, a DTypePolicy or its dict
+        self.dtype_policy = dtype  # a name, a NumPy dtype, a DTypePolicy or its dict (None: the global policy)
         self.activity_regularizer = regularizers.get(activity_regularizer)
         # autocast=False: floating inputs keep their dtype instead of being cast to the layer's (Keras's rule).
         self.autocast = bool(autocast)
@@ -130,15 +130,21 @@ class Layer(Operation):
 
     @property
     def dtype_policy(self):
-        return dtype_policies.DTypePolicy(self.dtype)
+        mixed = self.__dict__.get("_mixed_policy")
+        return dtype_policies.DTypePolicy(mixed or self.dtype)
 
     @dtype_policy.setter
     def dtype_policy(self, value):
-        self.dtype = dtype_policies.layer_dtype(value)
+        policy = dtype_policies.layer_policy(value)
+        # `dtype` is the variables' dtype (as Keras's Layer.dtype); a mixed policy computes in another one.
+        self.dtype = backend.standardize_dtype(policy.variable_dtype)
+        mixed = policy.name if policy.compute_dtype != policy.variable_dtype else None
+        object.__setattr__(self, "_mixed_policy", mixed)
+        object.__setattr__(self, "_mixed_compute", policy.compute_dtype if mixed else None)
 
     @property
     def compute_dtype(self):
-        return self.dtype
+        return self.__dict__.get("_mixed_compute") or self.dtype
 
     @property
     def variable_dtype(self):
@@ -329,6 +335,8 @@ class Layer(Operation):
         out_shape = self.compute_output_shape(shapes)
         first = tree.flatten(args[0])[0]
         dtype = first.dtype if self._preserves_dtype else self.compute_dtype
+        if self._preserves_dtype and self.autocast and _both_floating(dtype, self.compute_dtype):
+            dtype = self.compute_dtype  # as the eager call: floating inputs are cast to the compute dtype first
         if _is_shape(out_shape):
             return KerasTensor(out_shape, dtype=dtype, name=self.name)
         leaves = _shape_leaves(out_shape)
@@ -365,7 +373,11 @@ class Layer(Operation):
         # As Keras: the mask arguments that are filled in also reach the output-spec inference.
         if self._spec_arguments is not None:
             extra = {k: v for k, v in extra.items() if k in self._spec_arguments}
-        outputs = self.compute_output_spec(*args, **kwargs, **extra)
+        if self.__dict__.get("_mixed_compute") is None and _autodiff._autocast.__dict__.get("dtype") is None:
+            outputs = self.compute_output_spec(*args, **kwargs, **extra)
+        else:
+            with _autodiff.autocast(self.__dict__.get("_mixed_compute")):
+                outputs = self.compute_output_spec(*args, **kwargs, **extra)
         Node(self, args, kwargs, outputs)
         masking.set_symbolic_masks(self, args[0], previous, outputs)
         return outputs
@@ -386,7 +398,11 @@ class Layer(Operation):
                 layer._losses.clear()
         _call_depth[0] += 1
         try:
-            outputs = self.call(*args, **kwargs)
+            if self.__dict__.get("_mixed_compute") is None and _autodiff._autocast.__dict__.get("dtype") is None:
+                outputs = self.call(*args, **kwargs)
+            else:  # a mixed-policy layer, or a layer inside one: each computes in its own compute dtype
+                with _autodiff.autocast(self.__dict__.get("_mixed_compute")):
+                    outputs = self.call(*args, **kwargs)
         finally:
             _call_depth[0] -= 1
         if self.activity_regularizer is not None:
@@ -458,7 +474,7 @@ class Layer(Operation):
 
     # ----- serialization ----------------------------------------------------
     def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable, "dtype": dtype_policies.serialize(self.dtype)}
+        config = {"name": self.name, "trainable": self.trainable, "dtype": dtype_policies.serialize(self.dtype_policy)}
         if self.activity_regularizer is not None or type(self)._lists_activity_regularizer:
             from kgraph import regularizers
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer) \
@@ -530,3 +546,7 @@ def _assign_own(layer, variables, store, exact=True):
                              f"'{variable.path}' has shape {tuple(variable.shape)}.")
     for key, variable in zip(keys, variables):
         variable.assign(np.asarray(store[key]))
+
+
+def _both_floating(a, b):
+    return np.issubdtype(np.dtype(a), np.floating) and np.issubdtype(np.dtype(b), np.floating)

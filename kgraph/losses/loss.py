@@ -94,7 +94,8 @@ class Loss:
         elements), ``"mean"`` (same), ``"sum"``, ``"mean_with_sample_weight"``
         (sum divided by the sum of the sample weights) or ``"none"``/``None``.
     dtype: cast predictions to this float type first; by default floating
-        predictions keep their own dtype (so float64 stays float64).
+        predictions keep their own dtype (so float64 stays float64), except float16 ones (a mixed_float16
+        model's), computed in float32 as Keras does.
     """
 
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
@@ -109,6 +110,8 @@ class Loss:
                 y_pred = np.asarray(y_pred)
             if np.dtype(y_pred.dtype) != self.dtype:
                 y_pred = ops.cast(y_pred, self.dtype)
+        elif getattr(y_pred, "dtype", None) == np.float16:
+            y_pred = ops.cast(y_pred, "float32")  # as Keras: a mixed_float16 model's loss is computed in float32
         values = self.call(y_true, y_pred)
         mask = self.compute_mask(y_true, y_pred)
         return reduce_weighted_values(values, sample_weight, mask, self.reduction)

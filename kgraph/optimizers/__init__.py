@@ -3,11 +3,12 @@ from kgraph.optimizers import schedules
 from kgraph.optimizers.adagrad import Adagrad
 from kgraph.optimizers.adam import Adam
 from kgraph.optimizers.adamw import AdamW
+from kgraph.optimizers.loss_scale_optimizer import LossScaleOptimizer
 from kgraph.optimizers.optimizer import Optimizer
 from kgraph.optimizers.rmsprop import RMSprop
 from kgraph.optimizers.sgd import SGD
 
-_CLASSES = {cls.__name__: cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad)}
+_CLASSES = {cls.__name__: cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad, LossScaleOptimizer)}
 _NAMES = {name.lower(): cls for name, cls in _CLASSES.items()}
 
 
@@ -67,6 +68,7 @@ __all__ = [
     "AdamW",
     "RMSprop",
     "Adagrad",
+    "LossScaleOptimizer",
     "schedules",
     "get",
     "serialize",

@@ -210,6 +210,10 @@ class Optimizer:
             flag = self._decay_flags[index] = not excluded
         return flag
 
+    def scale_loss(self, loss):
+        """The loss the gradients are taken of: ``loss`` itself (a LossScaleOptimizer scales it)."""
+        return loss
+
     def apply_gradients(self, grads_and_vars):
         """Apply ``[(gradient, variable), ...]``; returns ``iterations``."""
         pairs = list(grads_and_vars)

@@ -95,6 +95,13 @@ def _compile_argument(spec, objects):
 
 def optimizer_from_keras(class_name: str, config: Mapping[str, Any], custom_objects: CustomObjects) -> Optimizer:
     """A kgraph optimizer from a Keras optimizer config; arguments kgraph lacks must be at values that are inert."""
+    if class_name == "LossScaleOptimizer" and "LossScaleOptimizer" not in custom_objects:
+        config = dict(config)
+        inner = config.pop("inner_optimizer")
+        if not (isinstance(inner, dict) and "class_name" in inner):
+            raise ValueError(f"LossScaleOptimizer's `inner_optimizer` must be an optimizer config. Received: {inner!r}")
+        return optimizers.LossScaleOptimizer(
+            optimizer_from_keras(inner["class_name"], inner.get("config", {}), custom_objects), **config)
     cls = custom_objects.get(class_name) or type(optimizers.get(class_name))
     accepted = constructor_arguments(cls)
     kept = {}
@@ -130,8 +137,17 @@ def _leading_variables(optimizer):
 
 
 def optimizer_variables(model: Model) -> list[np.ndarray]:
-    """The optimizer's state as Keras's ``optimizer.variables`` of the same model, in Keras's order."""
+    """The optimizer's state as Keras's ``optimizer.variables`` of the same model, in Keras's order (a
+    LossScaleOptimizer's: its iterations, learning rate 0, step counter and scale, then its inner optimizer's)."""
     optimizer, trainable = model.optimizer, list(model.trainable_weights)
+    if isinstance(optimizer, optimizers.LossScaleOptimizer):
+        own = [np.asarray(optimizer.iterations, dtype="int64"), np.asarray(0.0, dtype="float32"),
+               np.asarray(optimizer.step_counter, dtype="int64"), np.asarray(optimizer.dynamic_scale, "float32")]
+        return own + _variables_of(optimizer.inner_optimizer, trainable)
+    return _variables_of(optimizer, trainable)
+
+
+def _variables_of(optimizer, trainable):
     state = dict((position, slots) for position, slots in
                  optimizer.get_slot_state({id(v): i for i, v in enumerate(trainable)}))
     out = _leading_variables(optimizer)
@@ -147,6 +163,17 @@ def optimizer_variables(model: Model) -> list[np.ndarray]:
 def set_optimizer_variables(model: Model, values: Sequence[np.ndarray], source: str) -> None:
     """Restore ``optimizer_variables`` output (Keras's or kgraph's); warn and keep a fresh state where it differs."""
     optimizer, trainable = model.optimizer, list(model.trainable_weights)
+    if isinstance(optimizer, optimizers.LossScaleOptimizer):
+        if len(values) < 4:
+            warnings.warn(f"'{source}': the optimizer state is not restored: LossScaleOptimizer '{optimizer.name}' "
+                          f"keeps 4 variables of its own, and the file holds {len(values)}.", stacklevel=3)
+            return
+        optimizer.step_counter, optimizer.dynamic_scale = int(values[2]), float(values[3])
+        values, optimizer = values[4:], optimizer.inner_optimizer
+    _set_variables_of(optimizer, trainable, values, source)
+
+
+def _set_variables_of(optimizer, trainable, values, source):
     leading = len(_leading_variables(optimizer))
     groups = _slot_groups(optimizer)
     expected = leading + sum(len(group) for group in groups) * len(trainable)

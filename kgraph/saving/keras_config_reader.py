@@ -31,9 +31,6 @@ _MODEL_CLASSES = ("Functional", "Sequential")
 _INERT = {("renorm_momentum", 0.99)}
 # Keras arguments that a layer writes and its constructor discards (it recomputes them).
 _DERIVED = {"TextVectorization": ("vocabulary_size",)}
-_UNSUPPORTED_POLICIES = ("mixed_", "bfloat16", "int8", "int4", "float8", "gptq", "awq")  # prefixes
-
-
 def _unknown(kind, data, path):
     name = short_text(data.get("class_name"), 100)
     module = f" (module '{short_text(data['module'], 100)}')" if data.get("module") else ""
@@ -243,10 +240,15 @@ def _function(value, custom_objects, path):
 
 
 def _dtype(value, path):
+    from kgraph.dtype_policies import DTypePolicy
     name = value["config"].get("name")
-    if not isinstance(name, str) or name.startswith(_UNSUPPORTED_POLICIES):
-        raise ValueError(f"kgraph supports plain float/int dtype policies only. Received: dtype policy "
-                         f"{short_repr(name)} ({short_text(value['class_name'], 80)}) at {path} of the .keras config.")
+    try:
+        if not isinstance(name, str):
+            raise ValueError("a policy is named by a string")
+        DTypePolicy(name)  # refuses what kgraph does not compute (bfloat16, quantized policies) by name
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"kgraph cannot use the dtype policy {short_repr(name)} "
+                         f"({short_text(value['class_name'], 80)}) at {path} of the .keras config: {err}") from None
     return name
 
 

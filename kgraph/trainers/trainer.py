@@ -79,6 +79,10 @@ class Trainer:
         from kgraph import optimizers
         from kgraph.trainers.compile_utils import CompileLoss, CompileMetrics
         self.optimizer = optimizers.get(optimizer)
+        if auto_scale_loss and self.dtype_policy.name == "mixed_float16" and \
+                not isinstance(self.optimizer, optimizers.LossScaleOptimizer):
+            # As Keras: a mixed_float16 model trains with dynamic loss scaling, so float16 gradients do not vanish.
+            self.optimizer = optimizers.LossScaleOptimizer(self.optimizer, name="loss_scale_optimizer")
         output_names = self._known_output_names()
         self._compile_loss = CompileLoss(loss, loss_weights, output_names) if loss is not None else None
         self._compile_metrics = None
@@ -203,10 +207,11 @@ class Trainer:
         with GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
+            scaled = self.optimizer.scale_loss(loss)  # a LossScaleOptimizer's (mixed_float16), else the loss
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         variables = self.trainable_weights  # after the forward pass, which builds a model given no input shape
         if variables:
-            self.optimizer.apply(tape.gradient(loss, variables), variables)
+            self.optimizer.apply(tape.gradient(scaled, variables), variables)
         else:
             warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)

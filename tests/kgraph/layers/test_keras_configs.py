@@ -39,9 +39,11 @@ def test_dtype_policies_and_the_global_policy():
     finally:
         kgraph.config.set_dtype_policy(None)
     assert layers.Dense(2).dtype == "float32"
-    for refused in ("mixed_float16", "mixed_bfloat16", "int8_from_float32"):
+    for refused in ("mixed_bfloat16", "int8_from_float32"):
         with pytest.raises(ValueError, match=f"dtype policy '{refused}'"):
             layers.Dense(2, dtype=refused)
+    mixed = kgraph.dtype_policies.DTypePolicy("mixed_float16")
+    assert (mixed.compute_dtype, mixed.variable_dtype) == ("float16", "float32")
 
 
 def test_variance_scaling_axes_set_the_fans_as_keras_counts_them():

@@ -321,8 +321,8 @@ def test_keras_arguments_kgraph_lacks_are_refused_unless_inert(tmp_path):
         kgraph.load_model(_archive(tmp_path / "gate.keras", _edited_config("transformer", gate)))
 
     def mixed(config):
-        _layer_config(config, "Dense")["config"]["dtype"]["config"]["name"] = "mixed_float16"
-    with pytest.raises(ValueError, match="dtype policy 'mixed_float16'"):
+        _layer_config(config, "Dense")["config"]["dtype"]["config"]["name"] = "mixed_bfloat16"
+    with pytest.raises(ValueError, match="dtype policy 'mixed_bfloat16'.*no bfloat16"):
         kgraph.load_model(_archive(tmp_path / "mixed.keras", _edited_config("mlp", mixed)))
 
     def constrained(config):
