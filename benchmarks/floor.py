@@ -258,17 +258,17 @@ def main():
         labels = [label for label, _, _ in contenders]
         print(f"batch 128, Adam; ms per step, best of {args.rounds} interleaved turns of {args.steps} steps; "
               f"peak RSS of each worker in MiB")
-        print(f"{'model':<6}" + "".join(f"{label:>16}" for label in labels)
-              + "".join(f"{label + '/floor':>18}" for label in labels[:-1])
-              + ("".join(f"{'torch/' + label:>18}" for label in labels if label.startswith("kgraph"))
+        print(f"{'model':<6}" + "".join(f"{label:>17}" for label in labels)
+              + "".join(f"{label + '/floor':>24}" for label in labels[:-1])
+              + ("".join(f"{'torch/' + label:>24}" for label in labels if label.startswith("kgraph"))
                  if not args.no_torch else ""))
         for model in args.models.split(","):
             best, rss = compare(model, contenders, args.rounds, args.steps)
             times = dict(zip(labels, best))
             row = f"{model:<6}" + "".join(f"{ms:>9.2f} ms {mib:>4.0f}" for ms, mib in zip(best, rss))
-            row += "".join(f"{times[label] / times['floor']:>17.2f}x" for label in labels[:-1])
+            row += "".join(f"{times[label] / times['floor']:>23.2f}x" for label in labels[:-1])
             if not args.no_torch:
-                row += "".join(f"{times['torch'] / times[label]:>17.2f}x" for label in labels
+                row += "".join(f"{times['torch'] / times[label]:>23.2f}x" for label in labels
                                if label.startswith("kgraph"))
             print(row, flush=True)
     print("(x/floor: step time over the matrix products' time, lower is better; torch/kgraph: above 1 means "
