@@ -21,6 +21,7 @@ import threading
 
 import numpy as np
 
+from kgraph.backend.autocast import _autocast, autocast  # noqa: F401 (autocast: part of this module's API)
 from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
@@ -62,22 +63,6 @@ def unbroadcast(g, shape):
         extra + i for i, d in enumerate(shape) if d == 1 and g.shape[extra + i] != 1
     )
     return np.sum(g, axis=axes).reshape(shape)
-
-
-_autocast = threading.local()  # .dtype: the compute dtype Variables are read in, inside a mixed-policy layer
-
-
-@contextlib.contextmanager
-def autocast(dtype):
-    """Within it, floating Variables of another float type are read as ``dtype`` by every op (Keras's
-    AutocastScope: a ``mixed_float16`` layer's float32 weights take part in its float16 computation). The tape
-    records the Variable's own array, so its gradient comes back in the Variable's dtype."""
-    previous = getattr(_autocast, "dtype", None)
-    _autocast.dtype = None if dtype is None else np.dtype(dtype)
-    try:
-        yield
-    finally:
-        _autocast.dtype = previous
 
 
 def _value(x):
