@@ -320,6 +320,7 @@ def _model_from_payload(payload, source, custom_objects, compile):
             state = payload["compile"].get("optimizer_state")
         if compile and restore_compile(model, saved, source, objects) and state and model.optimizer is not None:
             model.optimizer.set_slot_state(model.trainable_weights, state["slots"], state["iterations"])
+            _restore_loss_scale(model.optimizer, state.get("loss_scale"), source)
     return model
 
 
@@ -339,6 +340,17 @@ def load_weights(model: Model, filepath: os.PathLike[str] | str) -> None:
     model.set_weights(payload["weights"])
 
 
+def _restore_loss_scale(optimizer, saved, source):
+    """A LossScaleOptimizer's step counter and scale, as saved (a file of another optimizer has none)."""
+    if saved is None or not hasattr(optimizer, "dynamic_scale"):
+        return
+    if not (isinstance(saved, list) and len(saved) == 2 and all(isinstance(v, (int, float)) for v in saved)
+            and saved[1] > 0):
+        raise ValueError(f"Cannot load '{source}': its optimizer_state's 'loss_scale' must be [step_counter, "
+                         f"scale > 0]. Received: {short_repr(saved)}")
+    optimizer.step_counter, optimizer.dynamic_scale = int(saved[0]), float(saved[1])
+
+
 def _serialize_compile(model):
     """The model's Keras ``compile_config`` and its optimizer's state (iterations, slots by weight position)."""
     from kgraph.saving.keras_compile import compile_config
@@ -352,5 +364,7 @@ def _serialize_compile(model):
     if optimizer is None:
         return {"compile_config": config}
     index = {id(v): i for i, v in enumerate(model.trainable_weights)}
-    return {"compile_config": config,
-            "optimizer_state": {"iterations": int(optimizer.iterations), "slots": optimizer.get_slot_state(index)}}
+    state = {"iterations": int(optimizer.iterations), "slots": optimizer.get_slot_state(index)}
+    if hasattr(optimizer, "dynamic_scale"):  # a LossScaleOptimizer's own state
+        state["loss_scale"] = [int(optimizer.step_counter), float(optimizer.dynamic_scale)]
+    return {"compile_config": config, "optimizer_state": state}
