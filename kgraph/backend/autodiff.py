@@ -22,6 +22,7 @@ import threading
 import numpy as np
 
 from kgraph.backend.autocast import _autocast, autocast  # noqa: F401 (autocast: part of this module's API)
+from kgraph.backend.broadcast import unbroadcast
 from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
@@ -41,28 +42,6 @@ def is_recording():
     """Return True if a ``GradientTape`` is recording in the current thread."""
     ident = threading.get_ident()
     return any(t._thread == ident for t in _active_tapes)
-
-
-def unbroadcast(g, shape):
-    """Sum ``g`` over the axes broadcasting added, so that it has ``shape``.
-
-    Args:
-        g: a cotangent of a broadcast result.
-        shape: the shape of the input that was broadcast.
-    """
-    shape = tuple(shape)
-    if g.shape == shape:
-        return g
-    extra = g.ndim - len(shape)
-    if extra < 0 or any(d != 1 and d != gd for d, gd in zip(shape, g.shape[extra:])):
-        raise ValueError(
-            f"Cannot unbroadcast a cotangent to the input's shape: the input shape does not "
-            f"broadcast to the cotangent shape. Received: g.shape={g.shape}, shape={shape}"
-        )
-    axes = tuple(range(extra)) + tuple(
-        extra + i for i, d in enumerate(shape) if d == 1 and g.shape[extra + i] != 1
-    )
-    return np.sum(g, axis=axes).reshape(shape)
 
 
 def _value(x):
@@ -208,10 +187,14 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
 class _OpSpec:
     """What the recording path needs to know about a primitive."""
 
-    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults", "public")
+    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults", "public", "linear", "rule")
 
     def __init__(self, fn, name, num_inputs, list_input, defaults):
         self.public = None
+        # Second-order support (kgraph.backend.higher_order): ``linear`` for an op linear in its float inputs,
+        # ``rule(g, out, *inputs, *config, **kwargs)`` for a VJP written with ops (so that it is recorded).
+        self.linear = False
+        self.rule = None
         self.fn = fn
         self.name = name
         self.num_inputs = num_inputs
@@ -282,7 +265,7 @@ def _call_and_record(spec, tapes, args, kwargs):
         float_outs = [o for o in key if o.dtype.kind in "fc"]
         if not float_outs:
             return result
-    record = (key, inputs, vjp, spec.name)
+    record = (key, inputs, vjp, spec, (args[1:] if spec.list_input else args[n:], kwargs))
     for tape in recording:
         tape._records.append(record)
         tracked = tape._tracked
@@ -299,7 +282,7 @@ def on_tape(x):
     if not tapes:
         return x
     view = x.view(TapeArray)
-    record = (view, (x,), _identity_vjp, "on_tape")
+    record = (view, (x,), _identity_vjp, ON_TAPE, ((), {}))
     for tape in tapes:
         tape._records.append(record)
         tape._tracked[id(view)] = view
@@ -308,6 +291,11 @@ def on_tape(x):
 
 def _identity_vjp(g):
     return g
+
+
+ON_TAPE = _OpSpec(None, "on_tape", 1, False, ())
+ON_TAPE.linear = True
+ON_TAPE.public = _identity_vjp
 
 
 def _tracks_any(tracked, inputs):
@@ -324,8 +312,10 @@ class GradientTape:
     automatically; other arrays (or non-trainable variables) with ``watch``.
     Several tapes may record at once (nested ``with`` blocks); each op is
     recorded on every active tape of the current thread that tracks one of its
-    inputs. Gradients are not themselves recorded: higher-order derivatives are
-    not supported.
+    inputs. ``gradient()`` called while another tape records computes the
+    gradient with ops that tape records, so a loss built from a gradient (a
+    gradient penalty) has gradients too: second order, through the ops that
+    ``kgraph.backend.higher_order`` lists.
 
     Args:
         persistent: allow ``gradient`` to be called more than once.
@@ -433,12 +423,6 @@ class GradientTape:
                 "A non-persistent GradientTape can only compute gradients once. "
                 "Use GradientTape(persistent=True) to call gradient() several times."
             )
-        if any(t is not self for t in _tapes_of_this_thread() or []):
-            import warnings
-            warnings.warn(
-                "kgraph computes first-order gradients only: `gradient()` was called while another GradientTape "
-                "records, and that tape treats the result as a constant. A loss built from this gradient (a "
-                "WGAN-GP gradient penalty, a Hessian-vector product) gets no gradient through it.", stacklevel=2)
         if isinstance(sources, dict):
             keys = list(sources)
             flat_sources = [sources[k] for k in keys]
@@ -463,13 +447,24 @@ class GradientTape:
         if not self._persistent:
             self._used = True
             self._deactivate()
-        # A VJP may itself call kgraph.ops; keep those calls off this thread's tapes.
+        # A VJP may itself call kgraph.ops; keep those calls off this thread's tapes. Where another tape of this
+        # thread records, the gradient is computed with ops it records (a gradient of a gradient).
         ident = threading.get_ident()
         suspended = [t for t in _active_tapes if t._thread == ident]
         for t in suspended:
             t._deactivate()
+        outer = [t for t in suspended if t is not self]
         try:
-            cotangents = self._backward(targets, seeds, source_arrays)
+            if outer:
+                from kgraph.backend.higher_order import RecordedStep
+                _active_tapes.extend(outer)
+                try:
+                    cotangents = self._backward(targets, seeds, source_arrays, RecordedStep(outer))
+                finally:
+                    for t in outer:
+                        t._deactivate()
+            else:
+                cotangents = self._backward(targets, seeds, source_arrays)
         finally:
             _active_tapes.extend(suspended)
         if not self._persistent:
@@ -490,7 +485,8 @@ class GradientTape:
             return grads
         return grads[0]
 
-    def _backward(self, targets, seeds, source_arrays):
+    def _backward(self, targets, seeds, source_arrays, step=None):
+        """Cotangents by array id; ``step(record, g)`` computes a record's input cotangents (default: its VJP)."""
         tracked = self._tracked
         source_ids = {id(s) for s in source_arrays if id(s) in tracked}
         # Forward sweep: keep only the records through which a source reaches.
@@ -507,24 +503,10 @@ class GradientTape:
                         relevant.add(id(out))
                     break
 
-        cotangents = {}
-        for t, seed in zip(targets, seeds):
-            if id(t) not in relevant:
-                continue
-            if seed is None:
-                seed = np.ones(t.shape, t.dtype)
-            else:
-                seed = np.asarray(_value(seed))
-                if seed.shape != t.shape:
-                    raise ValueError(
-                        "output_gradients must have the shape of target. "
-                        f"Received: target.shape={t.shape}, output_gradients.shape={seed.shape}"
-                    )
-                seed = seed.astype(t.dtype, copy=False)
-            prev = cotangents.get(id(t))
-            cotangents[id(t)] = seed if prev is None else prev + seed
+        cotangents = _seed_cotangents(targets, seeds, relevant)
 
-        for out, inputs, vjp, op_name in reversed(needed):
+        for record in reversed(needed):
+            out, inputs, vjp, spec, _ = record
             if type(out) is tuple:
                 gs = [cotangents.get(id(o)) for o in out]
                 if all(g is None for g in gs):
@@ -539,12 +521,12 @@ class GradientTape:
                     continue
                 if source_ids and id(out) in source_ids:
                     cotangents[id(out)] = g
-            input_cts = vjp(g)
+            input_cts = vjp(g) if step is None else step(record, g)
             if type(input_cts) is not tuple and type(input_cts) is not list:
                 input_cts = (input_cts,)
             if len(input_cts) < len(inputs):
                 raise ValueError(
-                    f"The VJP of '{op_name}' returned {len(input_cts)} cotangents "
+                    f"The VJP of '{spec.name}' returned {len(input_cts)} cotangents "
                     f"for {len(inputs)} inputs."
                 )
             for a, ct in zip(inputs, input_cts):
@@ -558,18 +540,39 @@ class GradientTape:
                         ct = ct()
                         if ct is None:
                             continue
-                    if type(ct) is not _ndarray:
+                    if not isinstance(ct, _ndarray):
                         ct = np.asarray(ct)
                 if ct.shape != a.shape:
                     try:
                         ct = unbroadcast(ct, a.shape)
                     except ValueError as e:
-                        raise ValueError(f"In the VJP of '{op_name}': {e}") from None
+                        raise ValueError(f"In the VJP of '{spec.name}': {e}") from None
                 if ct.dtype != a.dtype:
                     ct = ct.astype(a.dtype)
                 prev = cotangents.get(key)
                 cotangents[key] = ct if prev is None else prev + ct
         return cotangents
+
+
+def _seed_cotangents(targets, seeds, relevant):
+    """The cotangents of the targets a source reaches: ``output_gradients`` (checked) or ones."""
+    cotangents = {}
+    for t, seed in zip(targets, seeds):
+        if id(t) not in relevant:
+            continue
+        if seed is None:
+            seed = np.ones(t.shape, t.dtype)
+        else:
+            seed = seed if isinstance(seed, TapeArray) else np.asarray(_value(seed))
+            if seed.shape != t.shape:
+                raise ValueError(
+                    "output_gradients must have the shape of target. "
+                    f"Received: target.shape={t.shape}, output_gradients.shape={seed.shape}"
+                )
+            seed = seed.astype(t.dtype, copy=False)
+        prev = cotangents.get(id(t))
+        cotangents[id(t)] = seed if prev is None else prev + seed
+    return cotangents
 
 
 def value_and_grad(fn, variables, has_aux=False, unconnected_gradients="none"):

@@ -77,3 +77,6 @@ numpy, nn, linalg, image = (_namespaces.build(_ns) for _ns in ("numpy", "nn", "l
 
 # Keras's second name for indexing is the same op (one Operation class, GetItem, one converter).
 get_item = getitem  # noqa: F405
+
+# Every op's second-order rule (gradients of gradients), registered on the primitives above.
+from kgraph.ops import second_order as _second_order  # noqa: E402,F401

@@ -243,7 +243,7 @@ def test_vjps_compute_in_float32(name, op, ref, specs):
     with GradientTape() as tape:
         tape.watch(xs)
         op(*xs)
-    for out, inputs, vjp, _ in tape._records:
+    for out, inputs, vjp, _, _ in tape._records:
         g = tuple(np.ones_like(o) for o in out) if type(out) is tuple else np.ones_like(out)
         cts = vjp(g)
         for a, ct in zip(inputs, cts if isinstance(cts, (tuple, list)) else (cts,)):
