@@ -7,8 +7,12 @@ from kgraph import backend
 class Variable:
     """A weight: ``value`` (a NumPy array), ``name``, ``path`` and ``trainable``.
 
-    Arithmetic on a Variable goes through ``kgraph.ops`` so that it is recorded
-    by an active ``GradientTape``.
+    Arithmetic, comparisons (``==`` and ``!=`` included, elementwise as in
+    Keras 3) and indexing on a Variable go through ``kgraph.ops``, so that they
+    are recorded by an active ``GradientTape`` (or become graph nodes beside a
+    symbolic tensor). ``int``, ``float``, ``bool`` and use as an index work on
+    scalar Variables only, as NumPy has them. A Variable hashes by identity:
+    Variables stay usable as dict keys and in sets.
     """
 
     def __init__(self, value, name=None, trainable=True, dtype=None, path=None):
@@ -87,4 +91,63 @@ class Variable:
     def __pow__(self, o): return self._op("power", self, o)
     def __rpow__(self, o): return self._op("power", o, self)
     def __abs__(self): return self._op("abs", self)
+    def __floordiv__(self, o): return self._op("floor_divide", self, o)
+    def __rfloordiv__(self, o): return self._op("floor_divide", o, self)
+    def __mod__(self, o): return self._op("mod", self, o)
+    def __rmod__(self, o): return self._op("mod", o, self)
+    def __lt__(self, o): return self._op("less", self, o)
+    def __le__(self, o): return self._op("less_equal", self, o)
+    def __gt__(self, o): return self._op("greater", self, o)
+    def __ge__(self, o): return self._op("greater_equal", self, o)
+    def __and__(self, o): return self._op("logical_and", self, o)
+    def __rand__(self, o): return self._op("logical_and", o, self)
+    def __or__(self, o): return self._op("logical_or", self, o)
+    def __ror__(self, o): return self._op("logical_or", o, self)
+    def __xor__(self, o): return self._op("logical_xor", self, o)
+    def __rxor__(self, o): return self._op("logical_xor", o, self)
+    def __invert__(self): return self._op("logical_not" if self.dtype == "bool" else "bitwise_invert", self)
+    def __pos__(self): return self._op("copy", self)
+    def __round__(self, ndigits=None): return self._op("round", self, ndigits or 0)
     def __getitem__(self, key): return self._op("getitem", self, key)
+
+    def __eq__(self, o):
+        return NotImplemented if o is None else self._op("equal", self, o)
+
+    def __ne__(self, o):
+        return NotImplemented if o is None else self._op("not_equal", self, o)
+
+    def __hash__(self):
+        return id(self)
+
+    def _scalar(self, what):
+        if self._value.ndim:
+            raise TypeError(f"Only a scalar Variable can be converted to {what}. Received variable '{self.path}' "
+                            f"of shape {self.shape}.")
+        return self._value[()]
+
+    def __int__(self):
+        return int(self._scalar("a Python int"))
+
+    def __float__(self):
+        return float(self._scalar("a Python float"))
+
+    def __bool__(self):
+        return bool(self._scalar("a Python bool (use `ops.any` or `ops.all` on it)"))
+
+    def __index__(self):
+        value = self._scalar("an index")
+        if self._value.dtype.kind not in "iu":
+            raise TypeError(f"Only an integer Variable can be used as an index. Received variable '{self.path}' "
+                            f"of dtype {self.dtype}.")
+        return int(value)
+
+    def __len__(self):
+        if not self._value.ndim:
+            raise TypeError(f"len() of a scalar Variable ('{self.path}', shape ()).")
+        return len(self._value)
+
+    def __iter__(self):
+        # As a NumPy array: the rows along the first axis, each taken by ``ops.getitem`` (so recorded).
+        if not self._value.ndim:
+            raise TypeError(f"Iteration over a scalar Variable ('{self.path}', shape ()).")
+        return (self[i] for i in range(len(self._value)))

@@ -44,15 +44,15 @@ class LossScaleOptimizer(Optimizer):
         self.step_counter = 0
         self.dynamic_scale = float(initial_scale)
 
-    # The step count and the learning rate are the inner optimizer's, as in Keras.
+    # The step count and the learning rate are the inner optimizer's, as in Keras (this optimizer's own
+    # "iteration" Variable stays 0, as Keras's does).
     @property
     def iterations(self):
         return self.inner_optimizer.iterations
 
     @iterations.setter
     def iterations(self, value):
-        if "inner_optimizer" in self.__dict__ and "dynamic_scale" in self.__dict__:
-            self.inner_optimizer.iterations = value
+        Optimizer.iterations.fset(self, value)
 
     @property
     def learning_rate(self):

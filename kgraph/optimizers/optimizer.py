@@ -6,6 +6,7 @@ variable (kept between steps). Elementwise updates of a large model are shared
 between this thread and one worker thread (see ``update_parallel``).
 """
 import math
+import operator
 import re
 import warnings
 
@@ -32,11 +33,28 @@ def _validate_learning_rate(learning_rate):
     return float(learning_rate)
 
 
+def _checked_count(value):
+    """``value`` as a step count: a whole number (not a bool) in int64's range, at least 0."""
+    try:
+        count = None if isinstance(value, (bool, np.bool_)) else operator.index(value)
+    except TypeError:
+        count = None
+    if count is None:
+        raise ValueError(f"An optimizer's iteration count must be an integer. Received: {value!r}")
+    if not 0 <= count < 2**63:
+        raise ValueError(f"An optimizer's iteration count must be in [0, 2**63). Received: {count}")
+    return count
+
+
+def _iteration_variable(name, count=0):
+    return Variable(np.asarray(count, dtype="int64"), name="iteration", trainable=False, path=f"{name}/iteration")
+
+
 class Optimizer:
     """Base class: subclasses list their slots and implement ``update_step``.
 
-    learning_rate: a float, a ``LearningRateSchedule`` (evaluated at
-        ``iterations``) or a callable with no arguments.
+    learning_rate: a float, a ``LearningRateSchedule`` (called with the
+        ``iterations`` Variable) or a callable with no arguments.
     weight_decay: decoupled decay; before each update a variable is scaled by
         ``1 - weight_decay * learning_rate``.
     clipnorm: clip each gradient to this L2 norm.
@@ -67,7 +85,8 @@ class Optimizer:
         self.clipnorm = clipnorm
         self.clipvalue = clipvalue
         self.global_clipnorm = global_clipnorm
-        self.iterations = 0
+        # As Keras 3: a non-trainable integer Variable "<name>/iteration", first of ``variables``.
+        self._iterations = _iteration_variable(self.name)
         self._learning_rate = _validate_learning_rate(learning_rate)
         # Variables with slots, in build order, and per slot name a list of
         # slot Variables parallel to it: plain lists pickle together with the
@@ -93,8 +112,22 @@ class Optimizer:
         return state
 
     def __setstate__(self, state):
+        state = dict(state)
+        if "_iterations" not in state:  # pickled when the count was a Python int (a LossScaleOptimizer had none)
+            count = _checked_count(state.pop("iterations", 0))
+            state["_iterations"] = _iteration_variable(state.get("name", "optimizer"), count)
         self.__dict__.update(state)
         self._reset_caches()
+
+    @property
+    def iterations(self):
+        """The number of steps applied: a non-trainable int64 ``Variable`` (``.assign`` it to change it)."""
+        return self._iterations
+
+    @iterations.setter
+    def iterations(self, value):
+        raise AttributeError(f"property 'iterations' of '{type(self).__name__}' object has no setter: it is a "
+                             f"Variable; use `optimizer.iterations.assign({value!r})` to change the step count.")
 
     def slot_names(self):
         """Names of the per-variable state arrays this optimizer keeps."""
@@ -118,7 +151,7 @@ class Optimizer:
         """The current learning rate as a float."""
         lr = self._learning_rate
         if isinstance(lr, schedules.LearningRateSchedule):
-            return float(lr(self.iterations))
+            return float(lr(self._iterations))
         if callable(lr):
             return float(lr())
         return lr
@@ -137,8 +170,8 @@ class Optimizer:
 
     @property
     def variables(self):
-        """The slot Variables, grouped by slot name, each group in build order."""
-        return [slot for name in self.slot_names() for slot in self._slots.get(name, [])]
+        """``iterations``, then the slot Variables, grouped by slot name, each group in build order."""
+        return [self._iterations] + [slot for name in self.slot_names() for slot in self._slots.get(name, [])]
 
     @property
     def built(self):
@@ -192,7 +225,7 @@ class Optimizer:
                     )
                 self._slots[name][i].assign(value)
         if iterations is not None:
-            self.iterations = int(iterations)
+            self._iterations.assign(_checked_count(iterations))
 
     def exclude_from_weight_decay(self, var_list=None, var_names=None):
         """Exempt variables from weight decay: those in ``var_list``, or whose
@@ -273,7 +306,7 @@ class Optimizer:
             constraint = getattr(variable, "constraint", None)
             if constraint is not None:
                 variable.assign(constraint(variable))
-        self.iterations += 1
+        self._iterations.assign(self._iterations.value + 1)
 
     def _elementwise(self):
         """Whether ``update_step`` is elementwise, so any slice of a variable may be updated on its own.

@@ -130,7 +130,7 @@ def _slot_groups(optimizer):
 
 def _leading_variables(optimizer):
     """``iterations``, and ``learning_rate`` where it is a number (Keras keeps a schedule out of its variables)."""
-    out = [np.asarray(optimizer.iterations, dtype="int64")]
+    out = [optimizer.iterations.numpy().astype("int64")]
     if isinstance(optimizer._learning_rate, float):
         out.append(np.asarray(optimizer.learning_rate, dtype="float32"))
     return out
@@ -138,10 +138,11 @@ def _leading_variables(optimizer):
 
 def optimizer_variables(model: Model) -> list[np.ndarray]:
     """The optimizer's state as Keras's ``optimizer.variables`` of the same model, in Keras's order (a
-    LossScaleOptimizer's: its iterations, learning rate 0, step counter and scale, then its inner optimizer's)."""
+    LossScaleOptimizer's: its own iteration count (0, as Keras leaves it: its ``iterations`` is its inner
+    optimizer's), learning rate 0, step counter and scale, then its inner optimizer's)."""
     optimizer, trainable = model.optimizer, list(model.trainable_weights)
     if isinstance(optimizer, optimizers.LossScaleOptimizer):
-        own = [np.asarray(optimizer.iterations, dtype="int64"), np.asarray(0.0, dtype="float32"),
+        own = [optimizer._iterations.numpy().astype("int64"), np.asarray(0.0, dtype="float32"),
                np.asarray(optimizer.step_counter, dtype="int64"), np.asarray(optimizer.dynamic_scale, "float32")]
         return own + _variables_of(optimizer.inner_optimizer, trainable)
     return _variables_of(optimizer, trainable)

@@ -195,7 +195,7 @@ def test_pickles_together_with_its_variables():
         for step_grads in GRADS[1:]:
             opt.apply(step_grads, vs)
     assert_weights([v.value for v in variables2], [v.value for v in variables])
-    assert optimizer2.iterations == 4 and len(optimizer2.variables) == 4
+    assert optimizer2.iterations == 4 and len(optimizer2.variables) == 1 + 4  # the iteration count, then 4 slots
 
 
 def test_slot_state_round_trip():
