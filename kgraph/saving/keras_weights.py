@@ -291,7 +291,18 @@ def weights_bytes(model: Model, optimizer_variables: list[np.ndarray] | None = N
             for key, value in store.items():
                 group.create_dataset(str(key), data=np.asarray(value))
         if optimizer_variables is not None:
-            group = f.require_group(OPTIMIZER_VARS)
-            for i, value in enumerate(optimizer_variables):
-                group.create_dataset(str(i), data=np.asarray(value))
+            _write_arrays(f.require_group(OPTIMIZER_VARS), optimizer_variables)
+            if _scales_loss(model):
+                # Keras also stores a LossScaleOptimizer's inner optimizer on its own, after its four variables.
+                _write_arrays(f.require_group("optimizer/inner_optimizer/vars"), optimizer_variables[4:])
     return buffer.getvalue()
+
+
+def _write_arrays(group, arrays):
+    for i, value in enumerate(arrays):
+        group.create_dataset(str(i), data=np.asarray(value))
+
+
+def _scales_loss(model):
+    from kgraph.optimizers import LossScaleOptimizer
+    return isinstance(getattr(model, "optimizer", None), LossScaleOptimizer)
