@@ -21,7 +21,7 @@ from kgraph.backend.autodiff import _active_tapes, primitive
 from kgraph.backend.broadcast import unbroadcast
 from kgraph.backend.tape_array import TapeArray
 
-__all__ = ["RecordedStep", "supported_ops"]
+__all__ = ["RecordedStep", "piecewise_constant", "supported_ops"]
 
 
 def _tracked(tapes, x):
@@ -116,6 +116,23 @@ def _linear_cotangents(gs, record):
         return tuple(y) if type(out) is tuple else (y,)
 
     return tuple(result), vjp2
+
+
+def piecewise_constant(mask, like, *sources):
+    """A piecewise-constant factor in ``like``'s float dtype, computed from the values of ``sources``.
+
+    Its derivative is zero, but it stays connected to ``sources`` (an op of theirs with zero cotangents), as
+    TensorFlow and torch keep it: a weight reached only through it gets a zero gradient, not None.
+    """
+    dtype = like.dtype if like.dtype.kind in "fc" else np.float32
+    factor = np.asarray(mask).astype(dtype)
+    arrays = [a for a in sources if isinstance(a, np.ndarray) and a.dtype.kind in "fc"]
+    return _piecewise_constant(arrays, factor=factor) if arrays else factor
+
+
+@primitive(list_input=True)
+def _piecewise_constant(sources, factor):
+    return factor, lambda g: tuple(np.zeros(np.shape(a), a.dtype) for a in sources)
 
 
 def supported_ops():

@@ -10,6 +10,7 @@ and groups follow ``conv`` exactly.
 import numpy as np
 
 from kgraph.backend.autodiff import primitive
+from kgraph.backend.higher_order import piecewise_constant
 from kgraph.ops.conv import _conv
 
 _conv_fn = _conv._kgraph_primitive.fn
@@ -51,7 +52,7 @@ def _conv_rule(g, out, x, kernel, bias, strides, pads, dilation, groups, relu):
     from kgraph.ops import math
     if relu:
         plain = out.view(np.ndarray)
-        g = math.multiply(g, (plain > 0).astype(plain.dtype))
+        g = math.multiply(g, piecewise_constant(plain > 0, plain, out))
     geometry = (strides, pads, dilation, groups)
     return (_conv_input_grad(g, kernel, x_shape=x.shape, geometry=geometry),
             _conv_kernel_grad(x, g, kernel_shape=kernel.shape, geometry=geometry),

@@ -17,6 +17,8 @@ import math as _pymath
 
 import numpy as np
 
+from kgraph.backend.higher_order import piecewise_constant as _const
+
 # By module path: the package's attributes ``shape`` and ``nn`` are an op and a namespace.
 (conv_grads, core, m, nn, normalization, numpy_index, numpy_shape, pooling, r, sh) = (
     importlib.import_module(f"kgraph.ops.{name}") for name in (
@@ -27,12 +29,6 @@ import numpy as np
 
 def _plain(x):
     return x.view(np.ndarray) if isinstance(x, np.ndarray) else np.asarray(x)
-
-
-def _const(mask, like):
-    """A piecewise-constant factor (a plain array) in ``like``'s float dtype."""
-    dtype = like.dtype if like.dtype.kind in "fc" else np.float32
-    return np.asarray(mask).astype(dtype)
 
 
 # ----- elementwise ---------------------------------------------------------------------------------------------
@@ -64,7 +60,7 @@ def _silu_derivative(x, out):
 
 def _hard_silu_derivative(x, out):
     plain = _plain(x)
-    return m.add(nn.hard_sigmoid(x), m.multiply(x, _const((plain > -3) & (plain < 3), plain) / 6))
+    return m.add(nn.hard_sigmoid(x), m.multiply(x, _const((plain > -3) & (plain < 3), plain, x) / 6))
 
 
 UNARY = {
@@ -76,23 +72,23 @@ UNARY = {
     m.expm1: lambda x, out: m.add(out, 1.0),
     m.log: lambda x, out: m.reciprocal(x),
     m.log1p: lambda x, out: m.reciprocal(m.add(x, 1.0)),
-    m.abs: lambda x, out: _const(np.sign(_plain(x)), _plain(out)),
+    m.abs: lambda x, out: _const(np.sign(_plain(x)), _plain(out), x),
     m.tanh: lambda x, out: m.subtract(1.0, m.square(out)),
     m.sin: lambda x, out: m.cos(x),
     m.cos: lambda x, out: m.negative(m.sin(x)),
     m.erf: lambda x, out: m.multiply(2 / _pymath.sqrt(_pymath.pi), m.exp(m.negative(m.square(x)))),
-    nn.relu: lambda x, out: _const(_plain(x) > 0, _plain(out)),
-    nn.relu6: lambda x, out: _const((_plain(x) > 0) & (_plain(x) < 6), _plain(out)),
+    nn.relu: lambda x, out: _const(_plain(x) > 0, _plain(out), x),
+    nn.relu6: lambda x, out: _const((_plain(x) > 0) & (_plain(x) < 6), _plain(out), x),
     nn.sigmoid: lambda x, out: m.multiply(out, m.subtract(1.0, out)),
     nn.softplus: lambda x, out: nn.sigmoid(x),
     nn.log_sigmoid: lambda x, out: nn.sigmoid(m.negative(x)),
     nn.softsign: lambda x, out: m.reciprocal(m.square(m.add(1.0, m.abs(x)))),
     nn.silu: _silu_derivative,
     nn.leaky_relu: lambda x, out, negative_slope=0.2: _const(np.where(_plain(x) >= 0, 1.0, negative_slope),
-                                                             _plain(out)),
+                                                             _plain(out), x),
     nn.elu: _elu_derivative,
     nn.selu: _selu_derivative,
-    nn.hard_sigmoid: lambda x, out: _const(((_plain(x) > -3) & (_plain(x) < 3)) / 6, _plain(out)),
+    nn.hard_sigmoid: lambda x, out: _const(((_plain(x) > -3) & (_plain(x) < 3)) / 6, _plain(out), x),
     nn.hard_silu: _hard_silu_derivative,
 }
 
@@ -112,13 +108,13 @@ def _power(g, out, x1, x2):
     d1 = m.multiply(g, m.multiply(x2, m.power(x1, m.subtract(x2, 1))))
     positive = _plain(x1) > 0
     safe = m.where(positive, x1, np.ones((), _plain(x1).dtype))
-    d2 = m.multiply(m.multiply(g, out), m.multiply(m.log(safe), _const(positive, _plain(out))))
+    d2 = m.multiply(m.multiply(g, out), m.multiply(m.log(safe), _const(positive, _plain(out), x1)))
     return d1, d2
 
 
 def _maximum_like(weight):
     def rule(g, out, x1, x2):
-        w = _const(weight(_plain(x1), _plain(x2)), _plain(out))
+        w = _const(weight(_plain(x1), _plain(x2)), _plain(out), x1, x2)
         return m.multiply(g, w), m.multiply(g, 1 - w)
     return rule
 
@@ -128,8 +124,8 @@ def _clip(g, out, x, x_min, x_max):
     above = np.greater(np.maximum(plain, lo), hi)
     below = np.less(plain, lo) & ~above
     like = _plain(out)
-    return (m.multiply(g, _const(~(below | above), like)), m.multiply(g, _const(below, like)),
-            m.multiply(g, _const(above, like)))
+    return (m.multiply(g, _const(~(below | above), like, x, x_min, x_max)), m.multiply(g, _const(below, like, x, x_min, x_max)),
+            m.multiply(g, _const(above, like, x, x_min, x_max)))
 
 
 def _where(g, out, condition, x1, x2):
@@ -193,7 +189,7 @@ def _extremum(reduce):
         kshape = r._keepdims_shape(plain.shape, axes)
         mask = np.equal(plain, reduce(plain, axis=axes, keepdims=True))
         count = np.sum(mask, axis=r._reduced_axes(axes, plain.ndim), keepdims=True)
-        return (m.multiply(sh.reshape(g, kshape), _const(mask / count, plain)),)
+        return (m.multiply(sh.reshape(g, kshape), _const(mask / count, plain, x)),)
     return rule
 
 

@@ -196,3 +196,19 @@ def test_the_gradient_penalty_trains_a_critic_with_apply_gradients():
         optimizer.apply_gradients(zip(tape.gradient(gp, critic.trainable_weights), critic.trainable_weights))
         penalties.append(float(gp))
     assert penalties[-1] < 0.5 * penalties[0], penalties
+
+
+def test_a_weight_reached_only_through_a_piecewise_linear_activation_gets_zeros_not_none():
+    # As TensorFlow and torch: relu's derivative is constant between breakpoints, yet connected to its input.
+    x = np.array([[0.5, -1.0, 2.0]])
+    w = kgraph.Variable(np.array([[1.0], [2.0], [-1.0]]))
+    b = kgraph.Variable(np.array([0.3]))
+    with GradientTape() as outer:
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = ops.sum(ops.leaky_relu(ops.add(ops.matmul(x, w), b)))
+        gx = inner.gradient(y, x)
+        penalty = ops.sum(ops.square(gx))
+    dw, db = outer.gradient(penalty, [w, b])
+    np.testing.assert_allclose(db, [0.0])
+    np.testing.assert_allclose(dw, 2 * w.numpy() * (1.0 if 0.5 - 2 - 2 + 0.3 >= 0 else 0.04))
