@@ -25,7 +25,9 @@ Everything runs in child processes, so the module caches of real Keras and kgrap
 - ``python -m tests.programs.harness keras WORKDIR NAME...``: the programs under real Keras (torch backend), one
   after another in one process (Keras takes seconds to import; ``keras.backend.clear_session()`` between
   programs), each in ``WORKDIR/keras/NAME`` and writing the reference ``WORKDIR/NAME.ref.pkl`` (weights,
-  predictions, evaluation, probes, values).
+  predictions, evaluation, probes, values). One name is added to real Keras there, and only there:
+  ``keras.GradientTape`` (``torch_tape.py``: tf.GradientTape's semantics on torch autograd), which the programs'
+  TensorFlow-style train steps use and Keras 3 lacks.
 
 The parent side (``Suite``) schedules those children, exports each saved model with
 ``python -m export NAME.keras --verify`` and turns the results into the three checks of ``check_*``.
@@ -307,13 +309,16 @@ def _child_main(argv=None) -> int:
         _write(workdir / f"{name}.kgraph.pkl", run_program(name, "kgraph", workdir, ref=args.ref))
         return 0
     os.environ.setdefault("KERAS_BACKEND", "torch")
+    import keras
+
+    from tests.programs.torch_tape import install
+    install(keras)  # keras.GradientTape, before any program runs
     for name in args.names:
         os.chdir(program_dir(workdir, name, "keras"))
         res = run_program(name, "keras", workdir)
         _write(workdir / f"{name}.ref.pkl", res)
         sys.modules.pop(name, None)
         try:
-            import keras
             keras.backend.clear_session()
             keras.config.set_floatx("float32")
             keras.config.set_image_data_format("channels_last")
@@ -489,8 +494,8 @@ def compare(expected, actual, label) -> list[str]:
         x, y = e[key], a[key]
         where = f"{label}[{key}]"
         if isinstance(x, str) or isinstance(y, str) or x is None or y is None:
-            if x != y:
-                problems.append(f"{where}: Keras {x!r} / kgraph {y!r}")
+            if (x is None) != (y is None) or x != y:  # an array against None differs, unevaluated
+                problems.append(f"{where}: Keras {x!r:.80} / kgraph {y!r:.80}")
             continue
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape:

@@ -1,13 +1,13 @@
-"""Variational AutoEncoder (keras-io examples/generative/vae.py): a Sampling layer with a SeedGenerator, a
-convolutional functional encoder returning [z_mean, z_log_var, z], a Conv2DTranspose decoder, and a VAE
-Model subclass with its own train_step (reconstruction loss from keras.losses.binary_crossentropy plus the KL
-term) and loss trackers in `metrics`, trained with fit on MNIST-shaped digits.
-The example's train_step is written for TensorFlow (tf.GradientTape); here it is written for the torch
-backend, which the Keras reference runs, as the guide "Customizing what happens in fit() with PyTorch" writes
-a train step (self.zero_grad(), loss.backward(), v.value.grad, optimizer.apply under torch.no_grad())."""
+"""Variational AutoEncoder (keras-io examples/generative/vae.py, its Keras 3 form): a Sampling layer with a
+SeedGenerator, a convolutional functional encoder returning [z_mean, z_log_var, z], a Conv2DTranspose decoder,
+and a VAE Model subclass with its own train_step (reconstruction loss from keras.losses.binary_crossentropy
+plus the KL term, under a tape) and loss trackers in `metrics`, trained with fit on MNIST-shaped digits.
+The train_step is the example's TensorFlow one with `keras.GradientTape` for `tf.GradientTape` (this program
+used to write it for the torch backend, as the guide "Customizing what happens in fit() with PyTorch" does;
+p_dcgan keeps that form). VAE defines call(), which the example's current text lacks: Keras 3.15's fit()
+builds a model by calling it, and fails on a model without call()."""
 import keras
 import numpy as np
-import torch
 from keras import layers, ops
 
 
@@ -44,27 +44,24 @@ class VAE(keras.Model):
         ]
 
     def call(self, inputs):
-        # Not in the example: Keras 3.15's fit() builds a model by calling it, and fails on a model without call().
         z_mean, z_log_var, z = self.encoder(inputs)
         return self.decoder(z)
 
     def train_step(self, data):
-        self.zero_grad()
-        z_mean, z_log_var, z = self.encoder(data)
-        reconstruction = self.decoder(z)
-        reconstruction_loss = ops.mean(
-            ops.sum(
-                keras.losses.binary_crossentropy(data, reconstruction),
-                axis=(1, 2),
+        with keras.GradientTape() as tape:
+            z_mean, z_log_var, z = self.encoder(data)
+            reconstruction = self.decoder(z)
+            reconstruction_loss = ops.mean(
+                ops.sum(
+                    keras.losses.binary_crossentropy(data, reconstruction),
+                    axis=(1, 2),
+                )
             )
-        )
-        kl_loss = -0.5 * (1 + z_log_var - ops.square(z_mean) - ops.exp(z_log_var))
-        kl_loss = ops.mean(ops.sum(kl_loss, axis=1))
-        total_loss = reconstruction_loss + kl_loss
-        total_loss.backward()
-        grads = [v.value.grad for v in self.trainable_weights]
-        with torch.no_grad():
-            self.optimizer.apply(grads, self.trainable_weights)
+            kl_loss = -0.5 * (1 + z_log_var - ops.square(z_mean) - ops.exp(z_log_var))
+            kl_loss = ops.mean(ops.sum(kl_loss, axis=1))
+            total_loss = reconstruction_loss + kl_loss
+        grads = tape.gradient(total_loss, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
         self.total_loss_tracker.update_state(total_loss)
         self.reconstruction_loss_tracker.update_state(reconstruction_loss)
         self.kl_loss_tracker.update_state(kl_loss)

@@ -138,3 +138,5 @@ def test_the_comparison_reports_keys_dtypes_and_values():
     assert "differ beyond" in compare({"a": np.ones(3, "float32")}, {"a": np.full(3, 1.01, "float32")}, "x")[0]
     assert "only in Keras's ['b']" in compare({"a": 1, "b": 2}, {"a": 1}, "x")[0]
     assert "differs" in compare({"a": np.array(["x"])}, {"a": np.array(["y"])}, "x")[0]
+    assert "kgraph None" in compare({"g": [np.ones((2, 2))]}, {"g": [None]}, "x")[0]  # a missing gradient
+    assert compare({"g": [None, "s"]}, {"g": [None, "s"]}, "x") == []
