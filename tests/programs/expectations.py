@@ -13,10 +13,6 @@ TORCH_TRAIN_STEP = ("the torch-backend train_step of the guide custom_train_step
                     "torch is a torch.nn.Module); after it, loss.backward() and `v.value.grad` (torch autograd on the "
                     "outputs and variables) and torch.concat on model outputs (NumPy arrays in kgraph) fail too")
 
-IMAGE_UTILS = ("kgraph.utils lacks Keras 3's image utilities: AttributeError: module 'kgraph.utils' has no attribute "
-               "'array_to_img' (the GAN examples' GANMonitor callback saves images with it; img_to_array, load_img "
-               "and save_img are missing too)")
-
 # Not a gap of kgraph: a deliberate difference. Keras 3.15's Functional.call passes the outer `training` flag to
 # every layer, overriding an explicit `base_model(x, training=False)` recorded in the graph, so fine-tuning updates
 # the frozen BatchNormalization statistics that its own transfer-learning guide says stay fixed; kgraph keeps the
@@ -38,9 +34,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_custom_fit_train_step", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_custom_fit_train_step", "exports"): _blocked(TORCH_TRAIN_STEP),
     ("p_transfer_learning", "matches"): EXPLICIT_TRAINING_FLAG,
-    ("p_dcgan_overriding_train_step", "runs"): IMAGE_UTILS,
-    ("p_dcgan_overriding_train_step", "matches"): _blocked(IMAGE_UTILS),
-    ("p_dcgan_overriding_train_step", "exports"): _blocked(IMAGE_UTILS),
     ("p_dcgan", "runs"): TORCH_TRAIN_STEP,
     ("p_dcgan", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_dcgan", "exports"): _blocked(TORCH_TRAIN_STEP),
