@@ -20,10 +20,10 @@ import numpy as np
 from kgraph.backend.higher_order import piecewise_constant as _const
 
 # By module path: the package's attributes ``shape`` and ``nn`` are an op and a namespace.
-(conv_grads, core, m, nn, normalization, numpy_index, numpy_shape, pooling, r, sh) = (
+(conv_grads, core, m, nn, normalization, numpy_index, numpy_shape, pool_grads, pooling, r, sh) = (
     importlib.import_module(f"kgraph.ops.{name}") for name in (
-        "conv_grads", "core", "math", "nn", "normalization", "numpy_index", "numpy_shape", "pooling",
-        "reductions", "shape"))
+        "conv_grads", "core", "math", "nn", "normalization", "numpy_index", "numpy_shape", "pool_grads",
+        "pooling", "reductions", "shape"))
 
 
 
@@ -296,6 +296,7 @@ RULES = {
     **{fn: _unary(d) for fn, d in UNARY.items()},
     **{fn: _decomposed(d, n) for fn, (d, n) in DECOMPOSED.items()},
     **conv_grads.RULES,
+    **pool_grads.RULES,
 }
 
 
