@@ -4,6 +4,8 @@ Every computation that touches ``y_pred`` goes through ``kgraph.ops`` (or, for
 the sparse crossentropy of probabilities, one primitive with its own VJP), so a
 loss evaluated under a ``GradientTape`` is differentiable with respect to it.
 """
+import warnings
+
 import numpy as np
 
 from kgraph import backend, ops
@@ -218,3 +220,109 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     if valid is not None:
         loss = ops.where(valid, loss, 0.0)
     return loss
+
+
+def mean_absolute_percentage_error(y_true, y_pred):
+    """Per-sample ``100 * mean(abs((y_true - y_pred) / max(abs(y_true), eps)), axis=-1)``."""
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    scale = ops.maximum(ops.abs(y_true), backend.epsilon())
+    return ops.multiply(ops.mean(ops.abs(ops.divide(ops.subtract(y_true, y_pred), scale)), axis=-1), 100.0)
+
+
+def mean_squared_logarithmic_error(y_true, y_pred):
+    """Per-sample mean of ``square(log(max(y_pred, eps) + 1) - log(max(y_true, eps) + 1))`` over the last axis."""
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    eps = backend.epsilon()
+    log_pred = ops.log1p(ops.maximum(y_pred, eps))
+    log_true = ops.log1p(ops.maximum(y_true, eps))
+    return ops.mean(ops.square(ops.subtract(log_pred, log_true)), axis=-1)
+
+
+def log_cosh(y_true, y_pred):
+    """Per-sample ``mean(log(cosh(y_pred - y_true)), axis=-1)``, as ``x + softplus(-2x) - log(2)`` (no overflow)."""
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    error = ops.subtract(y_pred, y_true)
+    log_cosh_error = ops.subtract(ops.add(error, ops.softplus(ops.multiply(error, -2.0))), float(np.log(2.0)))
+    return ops.mean(log_cosh_error, axis=-1)
+
+
+def poisson(y_true, y_pred):
+    """Per-sample ``mean(y_pred - y_true * log(y_pred + eps), axis=-1)``."""
+    y_true, y_pred = _inputs(y_true, y_pred)
+    log_pred = ops.log(ops.add(y_pred, backend.epsilon()))
+    return ops.mean(ops.subtract(y_pred, ops.multiply(y_true, log_pred)), axis=-1)
+
+
+def _hinge_labels(y_true):
+    """Labels as -1/1: when every label is 0 or 1 they are mapped to ``2 * y_true - 1``, else kept."""
+    binary = ops.all(ops.logical_or(ops.equal(y_true, 0.0), ops.equal(y_true, 1.0)))
+    return ops.where(binary, ops.subtract(ops.multiply(y_true, 2.0), 1.0), y_true)
+
+
+def _hinge_margins(y_true, y_pred):
+    y_true, y_pred = _inputs(y_true, y_pred)
+    return ops.maximum(ops.subtract(1.0, ops.multiply(_hinge_labels(y_true), y_pred)), 0.0)
+
+
+def hinge(y_true, y_pred):
+    """Per-sample ``mean(maximum(1 - y_true * y_pred, 0), axis=-1)``; labels -1/1 (0/1 labels are mapped)."""
+    return ops.mean(_hinge_margins(y_true, y_pred), axis=-1)
+
+
+def squared_hinge(y_true, y_pred):
+    """Per-sample ``mean(square(maximum(1 - y_true * y_pred, 0)), axis=-1)``; labels -1/1 (0/1 are mapped)."""
+    return ops.mean(ops.square(_hinge_margins(y_true, y_pred)), axis=-1)
+
+
+def categorical_hinge(y_true, y_pred):
+    """Per-sample ``maximum(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)`` for one-hot labels."""
+    y_true, y_pred = _inputs(y_true, y_pred)
+    positive = ops.sum(ops.multiply(y_true, y_pred), axis=-1)
+    negative = ops.max(ops.multiply(ops.subtract(1.0, y_true), y_pred), axis=-1)
+    return ops.maximum(ops.add(ops.subtract(negative, positive), 1.0), 0.0)
+
+
+def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing=False, alpha=0.25, gamma=2.0,
+                              from_logits=False, label_smoothing=0.0, axis=-1):
+    """Per-sample mean over ``axis`` of the binary crossentropy scaled by ``(1 - p_t) ** gamma``.
+
+    ``p_t`` is the probability given to the true class; with ``apply_class_balancing`` each term is also
+    weighted ``alpha`` (class 1) or ``1 - alpha`` (class 0). ``label_smoothing`` squeezes targets towards 0.5.
+    """
+    y_true, y_pred = squeeze_or_expand_to_same_rank(*_inputs(y_true, y_pred))
+    if label_smoothing:
+        y_true = ops.add(ops.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    if from_logits:
+        y_pred = ops.sigmoid(y_pred)
+    crossentropy = _binary_crossentropy_elementwise(y_true, y_pred, from_logits=False)
+    false_class = ops.subtract(1.0, y_true)
+    p_t = ops.add(ops.multiply(y_true, y_pred), ops.multiply(false_class, ops.subtract(1.0, y_pred)))
+    focal = ops.multiply(ops.power(ops.subtract(1.0, p_t), gamma), crossentropy)
+    if apply_class_balancing:
+        focal = ops.multiply(ops.add(ops.multiply(y_true, alpha), ops.multiply(false_class, 1.0 - alpha)), focal)
+    return ops.mean(focal, axis=axis)
+
+
+def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0,
+                                   axis=-1):
+    """Per-sample crossentropy of one-hot labels with each class term scaled by ``alpha * (1 - p) ** gamma``.
+
+    Probabilities are renormalised to sum to one along ``axis`` and clipped to ``[eps, 1 - eps]``;
+    ``label_smoothing`` makes targets ``t * (1 - s) + s / num_classes``.
+    """
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise ValueError(f"`axis` must be of type `int`. Received: axis={axis!r} of type {type(axis)}")
+    y_true, y_pred = _inputs(y_true, y_pred)
+    if y_pred.shape[-1] == 1:
+        warnings.warn("In loss categorical_focal_crossentropy, expected y_pred.shape to be (batch_size, num_classes) "
+                      f"with num_classes > 1. Received: y_pred.shape={tuple(y_pred.shape)}. Consider using "
+                      "'binary_crossentropy' if you only have 2 classes.", SyntaxWarning, stacklevel=2)
+    if label_smoothing:
+        y_true = ops.add(ops.multiply(y_true, 1.0 - label_smoothing), label_smoothing / y_true.shape[-1])
+    if from_logits:
+        y_pred = ops.softmax(y_pred, axis=axis)
+    eps = backend.epsilon()
+    output = ops.clip(ops.divide(y_pred, ops.sum(y_pred, axis=axis, keepdims=True)), eps, 1.0 - eps)
+    crossentropy = ops.negative(ops.multiply(y_true, ops.log(output)))
+    factor = ops.multiply(ops.power(ops.subtract(1.0, output), gamma), alpha)
+    return ops.sum(ops.multiply(factor, crossentropy), axis=axis)

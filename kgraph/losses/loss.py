@@ -104,7 +104,11 @@ class Loss:
         self.dtype = None if dtype is None else np.dtype(dtype).name
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        """Return the reduced loss: a 0-d array (or per-sample array for ``"none"``)."""
+        """Return the reduced loss: a 0-d array (or per-sample array for ``"none"``).
+
+        As in Keras, a mask ``y_pred`` carries (a masked sequence model's output) leaves its entries out.
+        """
+        in_mask = getattr(y_pred, "_keras_mask", None)
         if self.dtype is not None:
             if not hasattr(y_pred, "dtype"):
                 y_pred = np.asarray(y_pred)
@@ -114,6 +118,11 @@ class Loss:
             y_pred = ops.cast(y_pred, "float32")  # as Keras: a mixed_float16 model's loss is computed in float32
         values = self.call(y_true, y_pred)
         mask = self.compute_mask(y_true, y_pred)
+        # The masks of the prediction and of the loss function's values (Circle's), as Keras combines them.
+        for extra in (in_mask, getattr(values, "_keras_mask", None)):
+            if extra is not None:
+                extra = np.asarray(ops.convert_to_numpy(extra), dtype=bool)
+                mask = extra if mask is None else np.logical_and(mask, extra)
         return reduce_weighted_values(values, sample_weight, mask, self.reduction)
 
     def call(self, y_true, y_pred):
@@ -122,7 +131,10 @@ class Loss:
         )
 
     def compute_mask(self, y_true, y_pred):
-        """Boolean array over the per-sample losses marking those that count (``None`` = all)."""
+        """Boolean array over the per-sample losses marking those that count (``None`` = all).
+
+        The per-sample losses ``call`` returns may carry a mask of their own too (``_keras_mask``); both apply.
+        """
         return None
 
     def get_config(self):

@@ -1,4 +1,5 @@
 """``keras.metrics``: stateful metrics and per-sample metric functions, plus ``get``/``serialize``/``deserialize``."""
+from kgraph.losses.functions import binary_focal_crossentropy, categorical_focal_crossentropy
 from kgraph.metrics.accuracy_metrics import (
     Accuracy,
     BinaryAccuracy,
@@ -43,9 +44,7 @@ from kgraph.metrics.probabilistic_metrics import (
     Poisson,
     SparseCategoricalCrossentropy,
     binary_crossentropy,
-    binary_focal_crossentropy,
     categorical_crossentropy,
-    categorical_focal_crossentropy,
     kl_divergence,
     poisson,
     sparse_categorical_crossentropy,

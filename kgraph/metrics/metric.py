@@ -1,6 +1,7 @@
 """The ``Metric`` base (state in non-trainable Variables, Keras's stateful and stateless API) and NumPy helpers."""
-# Metrics never touch a GradientTape: built-in metrics compute in NumPy and accumulate into Variables of the
-# metric's dtype between reset_state() calls.
+# Metrics never touch a GradientTape: built-in metrics compute in NumPy (those of a loss's formula call the loss
+# function, whose kgraph.ops compute in NumPy too) and accumulate into Variables of the metric's dtype between
+# reset_state() calls.
 import re
 
 import numpy as np

@@ -2,7 +2,8 @@
 import numpy as np
 
 from kgraph import backend
-from kgraph.metrics.metric import sigmoid, squeeze_or_expand_to_same_rank, to_numpy
+from kgraph.losses.functions import poisson
+from kgraph.metrics.metric import squeeze_or_expand_to_same_rank, to_numpy
 from kgraph.metrics.reduction_metrics import MeanOfFunction
 
 
@@ -42,20 +43,6 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
     return np.mean(_elementwise_binary_crossentropy(y_true, y_pred, from_logits), axis=axis)
 
 
-def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing=False, alpha=0.25, gamma=2.0,
-                              from_logits=False, label_smoothing=0.0, axis=-1):
-    """Per-sample mean of the binary crossentropy scaled by ``(1 - p_t) ** gamma`` (and ``alpha`` if balancing)."""
-    y_true, y_pred = _binary_inputs(y_true, y_pred, label_smoothing)
-    if from_logits:
-        y_pred = sigmoid(y_pred)
-    bce = _elementwise_binary_crossentropy(y_true, y_pred, from_logits=False)
-    p_t = y_true * y_pred + (1.0 - y_true) * (1.0 - y_pred)
-    focal = np.power(1.0 - p_t, gamma) * bce
-    if apply_class_balancing:
-        focal = (y_true * alpha + (1.0 - y_true) * (1.0 - alpha)) * focal
-    return np.mean(focal, axis=axis)
-
-
 def _categorical_inputs(y_true, y_pred, label_smoothing, axis):
     if isinstance(axis, bool):
         raise ValueError(f"`axis` must be of type `int`. Received: axis={axis} of type {type(axis)}")
@@ -69,16 +56,6 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     y_true, y_pred = _categorical_inputs(y_true, y_pred, label_smoothing, axis)
     log_prob = _log_softmax(y_pred, axis) if from_logits else np.log(_clipped_probabilities(y_pred, axis))
     return -np.sum(y_true * log_prob, axis=axis)
-
-
-def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0, from_logits=False,
-                                   label_smoothing=0.0, axis=-1):
-    """Per-sample crossentropy with each class term scaled by ``alpha * (1 - p) ** gamma``."""
-    y_true, y_pred = _categorical_inputs(y_true, y_pred, label_smoothing, axis)
-    if from_logits:
-        y_pred = np.exp(_log_softmax(y_pred, axis))
-    output = _clipped_probabilities(y_pred, axis)
-    return np.sum(alpha * np.power(1.0 - output, gamma) * -y_true * np.log(output), axis=axis)
 
 
 def _sparse_labels(y_true, y_pred, axis):
@@ -109,13 +86,6 @@ def kl_divergence(y_true, y_pred):
     y_pred = np.clip(to_numpy(y_pred, np.float64), eps, 1.0)
     y_true = np.clip(to_numpy(y_true, np.float64), eps, 1.0)
     return np.sum(y_true * np.log(y_true / y_pred), axis=-1)
-
-
-def poisson(y_true, y_pred):
-    """Per-sample ``mean(y_pred - y_true * log(y_pred + epsilon), axis=-1)``."""
-    y_pred = to_numpy(y_pred, np.float64)
-    y_true = to_numpy(y_true, np.float64)
-    return np.mean(y_pred - y_true * np.log(y_pred + backend.epsilon()), axis=-1)
 
 
 class KLDivergence(MeanOfFunction):

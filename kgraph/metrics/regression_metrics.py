@@ -4,6 +4,7 @@ import warnings
 import numpy as np
 
 from kgraph import backend
+from kgraph.losses.functions import log_cosh, mean_absolute_percentage_error, mean_squared_logarithmic_error
 from kgraph.metrics.metric import Metric, squeeze_or_expand_to_same_rank, to_numpy
 from kgraph.metrics.reduction_metrics import Mean, MeanOfFunction
 
@@ -25,26 +26,6 @@ def mean_absolute_error(y_true, y_pred):
     """Per-sample ``mean(abs(y_true - y_pred), axis=-1)``."""
     y_true, y_pred = aligned(y_true, y_pred)
     return np.mean(np.abs(y_true - y_pred), axis=-1)
-
-
-def mean_absolute_percentage_error(y_true, y_pred):
-    """Per-sample ``100 * mean(abs((y_true - y_pred) / max(abs(y_true), epsilon)), axis=-1)``."""
-    y_true, y_pred = aligned(y_true, y_pred)
-    return 100.0 * np.mean(np.abs((y_true - y_pred) / np.maximum(np.abs(y_true), backend.epsilon())), axis=-1)
-
-
-def mean_squared_logarithmic_error(y_true, y_pred):
-    """Per-sample mean squared difference of ``log(max(x, epsilon) + 1)``."""
-    y_true, y_pred = aligned(y_true, y_pred)
-    eps = backend.epsilon()
-    return np.mean(np.square(np.log1p(np.maximum(y_pred, eps)) - np.log1p(np.maximum(y_true, eps))), axis=-1)
-
-
-def log_cosh(y_true, y_pred):
-    """Per-sample ``mean(log(cosh(y_pred - y_true)), axis=-1)``, computed without overflow."""
-    y_true, y_pred = aligned(y_true, y_pred)
-    x = y_pred - y_true
-    return np.mean(x + np.logaddexp(0.0, -2.0 * x) - np.log(2.0), axis=-1)
 
 
 def huber(y_true, y_pred, delta=1.0):
