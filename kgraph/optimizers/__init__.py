@@ -1,16 +1,27 @@
 """Optimizers with Keras 3's names, defaults and update rules, plus ``get``/``serialize``/``deserialize``."""
-from kgraph.optimizers import schedules
+from kgraph.optimizers import legacy, schedules
+from kgraph.optimizers.adadelta import Adadelta
+from kgraph.optimizers.adafactor import Adafactor
 from kgraph.optimizers.adagrad import Adagrad
 from kgraph.optimizers.adam import Adam
+from kgraph.optimizers.adamax import Adamax
 from kgraph.optimizers.adamw import AdamW
+from kgraph.optimizers.ftrl import Ftrl
+from kgraph.optimizers.lamb import Lamb
+from kgraph.optimizers.lion import Lion
 from kgraph.optimizers.loss_scale_optimizer import LossScaleOptimizer
+from kgraph.optimizers.multi_optimizer import MultiOptimizer, OptimizerMap
+from kgraph.optimizers.muon import Muon
+from kgraph.optimizers.nadam import Nadam
 from kgraph.optimizers.optimizer import Optimizer
 from kgraph.optimizers.rmsprop import RMSprop
+from kgraph.optimizers.schedule_free_adamw import ScheduleFreeAdamW
 from kgraph.optimizers.sgd import SGD
 
-_CLASSES = {cls.__name__: cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad, LossScaleOptimizer)}
+_CLASSES = {cls.__name__: cls for cls in (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adafactor, Adamax, Ftrl,
+                                          Lamb, Lion, Muon, Nadam, ScheduleFreeAdamW, LossScaleOptimizer,
+                                          MultiOptimizer)}
 _NAMES = {name.lower(): cls for name, cls in _CLASSES.items()}
-
 
 def serialize(optimizer):
     """Return ``{"class_name": ..., "config": ...}`` for an optimizer (hyperparameters only)."""
@@ -41,8 +52,8 @@ def deserialize(config, custom_objects=None):
 def get(identifier):
     """Resolve ``identifier`` to an optimizer instance.
 
-    A name (``"sgd"``, ``"adam"``, ``"adamw"``, ``"rmsprop"``, ``"adagrad"``,
-    any case) gives a new optimizer with default arguments; a dict is
+    A class name in any case (``"sgd"``, ``"adam"``, ``"nadam"``, ``"adamax"``, ``"lion"``, ...)
+    gives a new optimizer with default arguments; a dict is
     deserialized; an ``Optimizer`` instance is returned as is.
     """
     if isinstance(identifier, Optimizer):
@@ -68,7 +79,19 @@ __all__ = [
     "AdamW",
     "RMSprop",
     "Adagrad",
+    "Adadelta",
+    "Adafactor",
+    "Adamax",
+    "Ftrl",
+    "Lamb",
+    "Lion",
+    "Muon",
+    "Nadam",
+    "ScheduleFreeAdamW",
     "LossScaleOptimizer",
+    "MultiOptimizer",
+    "OptimizerMap",
+    "legacy",
     "schedules",
     "get",
     "serialize",

@@ -30,6 +30,10 @@ class Adam(Optimizer):
     def slot_names(self):
         return ["momentum", "velocity", "velocity_hat"] if self.amsgrad else ["momentum", "velocity"]
 
+    def slot_groups(self):
+        names = self.slot_names()
+        return [names[:2]] + [[name] for name in names[2:]]
+
     def update_step(self, gradient, value, slots, learning_rate, scratch):
         m, v = slots[0], slots[1]
         t = int(self._iterations.value) + 1  # this step's number, as a Python int

@@ -90,6 +90,15 @@ class LossScaleOptimizer(Optimizer):
     def slot_initial_value(self, slot_name):
         return self.inner_optimizer.slot_initial_value(slot_name)
 
+    def initial_slot(self, slot_name, variable):
+        return self.inner_optimizer.initial_slot(slot_name, variable)
+
+    def slot_groups(self):
+        return self.inner_optimizer.slot_groups()
+
+    def trailing_variables(self):
+        return self.inner_optimizer.trailing_variables()
+
     def build(self, variables):
         self.inner_optimizer.build(variables)
 

@@ -137,6 +137,26 @@ class Optimizer:
         """The value a new slot array is filled with."""
         return 0.0
 
+    def initial_slot(self, slot_name, variable):
+        """The starting array of ``variable``'s slot ``slot_name``, or None where that variable has no such slot.
+
+        By default an array of the variable's shape and dtype filled with ``slot_initial_value``.
+        """
+        return np.full(tuple(variable.shape), self.slot_initial_value(slot_name), dtype=variable.dtype)
+
+    def slot_groups(self):
+        """The slot names grouped as Keras's ``build`` creates them: the slots of one group are interleaved
+        variable by variable, the groups follow one another (the order of Keras's ``variables``)."""
+        return [[name] for name in self.slot_names()]
+
+    def trailing_variables(self):
+        """Arrays Keras keeps after the slots in its ``variables``; kgraph derives them from the step count,
+        so a file's copies need no restoring."""
+        return []
+
+    def _prepare_step(self, learning_rate):
+        """Called once per step, before any variable is updated (a state shared by all variables)."""
+
     def update_step(self, gradient, value, slots, learning_rate, scratch):
         """Update ``value`` in place from ``gradient``.
 
@@ -170,8 +190,15 @@ class Optimizer:
 
     @property
     def variables(self):
-        """``iterations``, then the slot Variables, grouped by slot name, each group in build order."""
-        return [self._iterations] + [slot for name in self.slot_names() for slot in self._slots.get(name, [])]
+        """``iterations``, then the slot Variables in Keras's order: ``slot_groups()`` one after the other, the
+        slots of a group interleaved variable by variable, in build order (Keras also keeps its learning rate,
+        second, where kgraph keeps a float)."""
+        out = [self._iterations]
+        for group in self.slot_groups():
+            lists = [self._slots.get(name, []) for name in group]
+            for i in range(len(self._trainable_variables)):
+                out.extend(slot_list[i] for slot_list in lists if i < len(slot_list) and slot_list[i] is not None)
+        return out
 
     @property
     def built(self):
@@ -191,10 +218,11 @@ class Optimizer:
             index[id(variable)] = len(self._trainable_variables)
             self._trainable_variables.append(variable)
             for slot_name in self.slot_names():
-                value = np.full(variable.shape, self.slot_initial_value(slot_name), dtype=variable.dtype)
+                value = self.initial_slot(slot_name, variable)
                 path = getattr(variable, "path", variable.name)
-                slot = Variable(value, name=f"{variable.name}_{slot_name}", trainable=False,
-                                path=f"{self.name}/{path}_{slot_name}")
+                slot = None if value is None else Variable(
+                    value, name=f"{variable.name}_{slot_name}", trainable=False, dtype=value.dtype,
+                    path=f"{self.name}/{path}_{slot_name}")
                 self._slots.setdefault(slot_name, []).append(slot)
 
     def get_slot_state(self, index):
@@ -207,7 +235,8 @@ class Optimizer:
         for i, variable in enumerate(self._trainable_variables):
             position = index.get(id(variable))
             if position is not None:
-                slots = {name: self._slots[name][i].value.copy() for name in self.slot_names()}
+                slots = {name: self._slots[name][i].value.copy() for name in self.slot_names()
+                         if self._slots[name][i] is not None}
                 state.append([position, slots])
         return state
 
@@ -223,6 +252,9 @@ class Optimizer:
                     raise ValueError(
                         f"Optimizer '{self.name}' has no slot {name!r}; its slots are {self.slot_names()}."
                     )
+                if self._slots[name][i] is None:
+                    raise ValueError(f"Optimizer '{self.name}' keeps no slot {name!r} for variable "
+                                     f"'{getattr(variables[position], 'path', variables[position].name)}'.")
                 self._slots[name][i].assign(value)
         if iterations is not None:
             self._iterations.assign(_checked_count(iterations))
@@ -242,6 +274,10 @@ class Optimizer:
             )
             flag = self._decay_flags[index] = not excluded
         return flag
+
+    def _weight_decay_of(self, variable):
+        """The decoupled weight decay rate of ``variable`` (None: none)."""
+        return self.weight_decay
 
     def scale_loss(self, loss):
         """The loss the gradients are taken of: ``loss`` itself (a LossScaleOptimizer scales it)."""
@@ -290,12 +326,14 @@ class Optimizer:
             if not value.flags.writeable:
                 variable.assign(value)
                 value = variable.value
-            if self.weight_decay is not None and self._uses_weight_decay(i, variable):
-                np.multiply(value, 1.0 - self.weight_decay * learning_rate, out=value)
+            decay = self._weight_decay_of(variable)
+            if decay is not None and self._uses_weight_decay(i, variable):
+                np.multiply(value, 1.0 - decay * learning_rate, out=value)
             scratch = self._scratch.get(i)
             if scratch is None or scratch.shape != value.shape or scratch.dtype != value.dtype:
                 scratch = self._scratch[i] = np.empty_like(value)
-            jobs.append((gradient, value, [slots[i].value for slots in slot_lists], scratch))
+            jobs.append((gradient, value, [None if s[i] is None else s[i].value for s in slot_lists], scratch))
+        self._prepare_step(learning_rate)
         if self._elementwise():
             update_parallel.run(self.update_step, jobs, learning_rate, self._update_timing)
         else:

@@ -128,7 +128,104 @@ class CosineDecay(LearningRateSchedule):
         }
 
 
-_CLASSES = {cls.__name__: cls for cls in (ExponentialDecay, PiecewiseConstantDecay, CosineDecay)}
+class PolynomialDecay(LearningRateSchedule):
+    """From ``initial_learning_rate`` to ``end_learning_rate`` over ``decay_steps``:
+    ``(initial - end) * (1 - step / decay_steps) ** power + end``, then ``end_learning_rate``.
+
+    cycle: instead of staying at the end, decay again over the first multiple of ``decay_steps`` at or past
+        ``step``.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False,
+                 name="PolynomialDecay"):
+        if decay_steps <= 0:
+            raise ValueError(f"Argument `decay_steps` must be > 0. Received: decay_steps={decay_steps}")
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.cycle = cycle
+        self.name = name
+
+    def __call__(self, step):
+        step, decay_steps = float(step), float(self.decay_steps)
+        if self.cycle:
+            decay_steps *= 1.0 if step == 0 else math.ceil(step / decay_steps)
+        else:
+            step = min(step, decay_steps)
+        end = float(self.end_learning_rate)
+        return (float(self.initial_learning_rate) - end) * (1.0 - step / decay_steps) ** float(self.power) + end
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "end_learning_rate": self.end_learning_rate, "power": self.power, "cycle": self.cycle,
+                "name": self.name}
+
+
+class InverseTimeDecay(LearningRateSchedule):
+    """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
+
+    staircase: use the integer part of ``step / decay_steps``.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name="InverseTimeDecay"):
+        if decay_steps <= 0:
+            raise ValueError(f"Argument `decay_steps` must be > 0. Received: decay_steps={decay_steps}")
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+        self.name = name
+
+    def __call__(self, step):
+        progress = float(step) / self.decay_steps
+        if self.staircase:
+            progress = math.floor(progress)
+        return float(self.initial_learning_rate) / (1.0 + float(self.decay_rate) * progress)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR): a cosine from ``initial_learning_rate`` down to
+    ``initial_learning_rate * alpha`` over ``first_decay_steps``, then again over a period ``t_mul`` times
+    longer, starting ``m_mul`` times lower, and so on.
+    """
+
+    def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0,
+                 name="SGDRDecay"):
+        if first_decay_steps <= 0:
+            raise ValueError("Argument `first_decay_steps` must be > 0. "
+                             f"Received: first_decay_steps={first_decay_steps}")
+        self.initial_learning_rate = initial_learning_rate
+        self.first_decay_steps = first_decay_steps
+        self._t_mul = t_mul
+        self._m_mul = m_mul
+        self.alpha = alpha
+        self.name = name
+
+    def __call__(self, step):
+        fraction = float(step) / float(self.first_decay_steps)
+        t_mul = float(self._t_mul)
+        if t_mul == 1.0:
+            restart = math.floor(fraction)
+            fraction -= restart
+        else:
+            restart = math.floor(math.log(1.0 - fraction * (1.0 - t_mul)) / math.log(t_mul))
+            fraction = (fraction - (1.0 - t_mul**restart) / (1.0 - t_mul)) / t_mul**restart
+        cosine = 0.5 * float(self._m_mul) ** restart * (1.0 + math.cos(math.pi * fraction))
+        alpha = float(self.alpha)
+        return float(self.initial_learning_rate) * ((1.0 - alpha) * cosine + alpha)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "first_decay_steps": self.first_decay_steps,
+                "t_mul": self._t_mul, "m_mul": self._m_mul, "alpha": self.alpha, "name": self.name}
+
+
+_CLASSES = {cls.__name__: cls for cls in (ExponentialDecay, PiecewiseConstantDecay, CosineDecay,
+                                          PolynomialDecay, InverseTimeDecay, CosineDecayRestarts)}
 
 
 def serialize(schedule):

@@ -3,7 +3,9 @@ the variables Keras saves under ``optimizer/`` of a weights file.
 
 Keras orders an optimizer's variables as: ``iterations``, ``learning_rate`` (unless it is a schedule), then each
 group of slots its ``build`` adds, variable by variable (Adam: momentum and velocity interleaved per variable, then
-``velocity_hat`` with amsgrad; RMSprop: every velocity, then every momentum, then every average gradient).
+``velocity_hat`` with amsgrad; RMSprop: every velocity, then every momentum, then every average gradient): the
+optimizer's ``slot_groups()``, skipping a slot a variable does not have (``initial_slot`` None), then its
+``trailing_variables()`` (Nadam's running product of momentum decays).
 """
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kgraph import optimizers
-from kgraph.optimizers.adam import Adam
 from kgraph.saving.keras_config_reader import constructor_arguments
 from kgraph.saving.registration import CustomObjectScope, custom_objects_in_effect
 from kgraph.saving.serialization_lib import deserialize_keras_object, serialize_dict, serialize_keras_object
@@ -102,6 +103,8 @@ def optimizer_from_keras(class_name: str, config: Mapping[str, Any], custom_obje
             raise ValueError(f"LossScaleOptimizer's `inner_optimizer` must be an optimizer config. Received: {inner!r}")
         return optimizers.LossScaleOptimizer(
             optimizer_from_keras(inner["class_name"], inner.get("config", {}), custom_objects), **config)
+    if class_name in ("MultiOptimizer", "OptimizerMap") and class_name not in custom_objects:
+        return getattr(optimizers, class_name).from_config(dict(config), custom_objects)
     cls = custom_objects.get(class_name) or type(optimizers.get(class_name))
     accepted = constructor_arguments(cls)
     kept = {}
@@ -118,14 +121,6 @@ def _plain(value):
     if isinstance(value, dict) and "class_name" in value:
         return {"class_name": value["class_name"], "config": value.get("config", {})}
     return value
-
-
-def _slot_groups(optimizer):
-    """The slot names in the groups Keras's ``build`` creates them in (one ``add_optimizer_variables`` each)."""
-    names = optimizer.slot_names()
-    if isinstance(optimizer, Adam):
-        return [names[:2]] + [[name] for name in names[2:]]
-    return [[name] for name in names]
 
 
 def _leading_variables(optimizer):
@@ -148,17 +143,32 @@ def optimizer_variables(model: Model) -> list[np.ndarray]:
     return _variables_of(optimizer, trainable)
 
 
+def inner_optimizer_groups(model: Model) -> dict[str, list[np.ndarray]]:
+    """For a MultiOptimizer, each inner optimizer's variables under the group Keras also writes them to,
+    ``optimizer/optimizers/<name>/vars`` (its ``optimizer/vars`` holds them all already); else nothing."""
+    optimizer, trainable = model.optimizer, list(model.trainable_weights)
+    if not isinstance(optimizer, optimizers.MultiOptimizer):
+        return {}
+    return {f"optimizer/optimizers/{inner.name}/vars": _variables_of(inner, optimizer.owned_by(inner, trainable))
+            for inner in optimizer.optimizers}
+
+
 def _variables_of(optimizer, trainable):
+    if isinstance(optimizer, optimizers.MultiOptimizer):
+        # Keras's: its own iteration count and learning rate (0), then each inner optimizer's variables.
+        own = [optimizer._iterations.numpy().astype("int64"), np.asarray(0.0, dtype="float32")]
+        return own + [value for inner in optimizer.optimizers
+                      for value in _variables_of(inner, optimizer.owned_by(inner, trainable))]
     state = dict((position, slots) for position, slots in
                  optimizer.get_slot_state({id(v): i for i, v in enumerate(trainable)}))
     out = _leading_variables(optimizer)
-    for group in _slot_groups(optimizer):
+    for group in optimizer.slot_groups():
         for i, variable in enumerate(trainable):
             for name in group:
-                value = state[i][name] if i in state else \
-                    np.full(variable.shape, optimizer.slot_initial_value(name), dtype=variable.dtype)
-                out.append(np.asarray(value))
-    return out
+                initial = optimizer.initial_slot(name, variable)
+                if initial is not None:
+                    out.append(np.asarray(state[i][name] if i in state else initial))
+    return out + [np.asarray(value) for value in optimizer.trailing_variables()]
 
 
 def set_optimizer_variables(model: Model, values: Sequence[np.ndarray], source: str) -> None:
@@ -174,24 +184,45 @@ def set_optimizer_variables(model: Model, values: Sequence[np.ndarray], source: 
     _set_variables_of(optimizer, trainable, values, source)
 
 
+def _set_multi_variables(optimizer, trainable, values, source):
+    """A MultiOptimizer's: its own two variables, then each inner optimizer's, with slots (built) or without."""
+    parts = [(inner, optimizer.owned_by(inner, trainable)) for inner in optimizer.optimizers]
+    leading = [len(_leading_variables(inner)) for inner, _ in parts]
+    full = [len(_variables_of(inner, owned)) for inner, owned in parts]
+    sizes = full if len(values) == 2 + sum(full) else leading if len(values) == 2 + sum(leading) else None
+    if sizes is None:
+        warnings.warn(f"'{source}': the optimizer state is not restored: MultiOptimizer '{optimizer.name}' has "
+                      f"{2 + sum(full)} variables for this model, and the file holds {len(values)}.", stacklevel=3)
+        return
+    optimizer.build(trainable)
+    start = 2
+    for (inner, owned), size in zip(parts, sizes):
+        _set_variables_of(inner, owned, values[start:start + size], source)
+        start += size
+    optimizer._iterations.assign(int(values[0]))
+
+
 def _set_variables_of(optimizer, trainable, values, source):
+    if isinstance(optimizer, optimizers.MultiOptimizer):
+        _set_multi_variables(optimizer, trainable, values, source)
+        return
     leading = len(_leading_variables(optimizer))
-    groups = _slot_groups(optimizer)
-    expected = leading + sum(len(group) for group in groups) * len(trainable)
+    layout = [(i, name, optimizer.initial_slot(name, variable)) for group in optimizer.slot_groups()
+              for i, variable in enumerate(trainable) for name in group]
+    layout = [(i, name, initial) for i, name, initial in layout if initial is not None]
+    expected = leading + len(layout) + len(optimizer.trailing_variables())
     if len(values) not in (leading, expected):
         warnings.warn(f"'{source}': the optimizer state is not restored: optimizer '{optimizer.name}' has {expected} "
                       f"variables for this model, and the file holds {len(values)}.", stacklevel=3)
         return
-    slots, it = {i: {} for i in range(len(trainable))}, iter(values[leading:])
-    for group in groups if len(values) == expected else []:
-        for i, variable in enumerate(trainable):
-            for name in group:
-                slots[i][name] = value = next(it)
-                if tuple(value.shape) != tuple(variable.shape):
-                    warnings.warn(f"'{source}': the optimizer state is not restored: its {name} for weight "
-                                  f"'{variable.path}' has shape {tuple(value.shape)}, the weight "
-                                  f"{tuple(variable.shape)}.", stacklevel=3)
-                    return
+    slots = {i: {} for i in range(len(trainable))}
+    for (i, name, initial), value in zip(layout if len(values) == expected else [], values[leading:]):
+        slots[i][name] = value
+        if tuple(np.shape(value)) != initial.shape:
+            warnings.warn(f"'{source}': the optimizer state is not restored: its {name} for weight "
+                          f"'{trainable[i].path}' has shape {tuple(np.shape(value))}, expected "
+                          f"{initial.shape}.", stacklevel=3)
+            return
     if leading == 2 and np.float32(optimizer.learning_rate) != np.float32(values[1]):
         optimizer.learning_rate = float(values[1])  # changed since compile (a callback); else the exact value stays
     state = [[i, group] for i, group in slots.items() if group]

@@ -42,8 +42,8 @@ def test_iterations_is_a_non_trainable_int64_variable_first_in_variables():
     variables = _weights()
     optimizer.build(variables)
     assert optimizer.variables[0] is iterations and len(optimizer.variables) == 1 + 2 * len(variables)
-    assert [v.path for v in optimizer.variables[1:]] == [
-        "my_adam/w_momentum", "my_adam/b_momentum", "my_adam/w_velocity", "my_adam/b_velocity"]
+    assert [v.path for v in optimizer.variables[1:]] == [  # Keras's order: interleaved variable by variable
+        "my_adam/w_momentum", "my_adam/w_velocity", "my_adam/b_momentum", "my_adam/b_velocity"]
 
 
 def test_each_apply_adds_one_to_the_same_variable():

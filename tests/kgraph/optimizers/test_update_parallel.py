@@ -26,7 +26,10 @@ def _train(optimizer, split, steps=3):
 @pytest.mark.parametrize("make", [
     lambda: optimizers.Adam(learning_rate=0.01), lambda: optimizers.Adam(amsgrad=True),
     lambda: optimizers.AdamW(weight_decay=0.1), lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True),
-    lambda: optimizers.RMSprop(centered=True, momentum=0.5), lambda: optimizers.Adagrad(0.1)])
+    lambda: optimizers.RMSprop(centered=True, momentum=0.5), lambda: optimizers.Adagrad(0.1),
+    lambda: optimizers.Adadelta(1.0), lambda: optimizers.Adamax(0.01), lambda: optimizers.Nadam(0.01),
+    lambda: optimizers.Lion(0.01), lambda: optimizers.Ftrl(0.1, l1_regularization_strength=0.01, beta=0.1),
+    lambda: optimizers.ScheduleFreeAdamW(warmup_steps=2)])
 def test_split_updates_equal_single_thread_updates(make):
     for split, whole in zip(_train(make(), split=True), _train(make(), split=False)):
         np.testing.assert_array_equal(split, whole)
