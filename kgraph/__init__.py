@@ -14,9 +14,11 @@ from kgraph import (  # noqa: I001 (the engine first: the layers build on it)
     layers,
     losses,
     metrics,
+    mixed_precision,
     models,
     ops,
     optimizers,
+    preprocessing,
     random,
     regularizers,
     saving,
@@ -49,8 +51,9 @@ def version() -> str:
 __all__ = ["DTypePolicy", "FloatDTypePolicy", "GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor",
            "Layer", "Loss", "Metric", "Model", "Operation", "Optimizer", "Regularizer", "Sequential", "Variable",
            "__version__", "activations", "backend", "callbacks", "config", "constraints", "datasets",
-           "dtype_policies", "initializers", "layers", "load_model", "losses", "metrics", "models", "ops",
-           "optimizers", "random", "regularizers", "saving", "tree", "utils", "value_and_grad", "version"]
+           "dtype_policies", "initializers", "layers", "load_model", "losses", "metrics", "mixed_precision", "models",
+           "ops", "optimizers", "preprocessing", "random", "regularizers", "saving", "tree", "utils", "value_and_grad",
+           "version"]
 
 
 def __dir__():

@@ -10,8 +10,10 @@ from kgraph.callbacks.model_checkpoint import ModelCheckpoint
 from kgraph.callbacks.monitor_callback import MonitorCallback
 from kgraph.callbacks.progbar import Progbar, ProgbarLogger
 from kgraph.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from kgraph.callbacks.remote_monitor import RemoteMonitor
 from kgraph.callbacks.tensorboard import TensorBoard
 from kgraph.callbacks.terminate_on_nan import TerminateOnNaN
+from kgraph.callbacks.unavailable import OrbaxCheckpoint, SwapEMAWeights
 
 __all__ = [
     "BackupAndRestore",
@@ -24,9 +26,12 @@ __all__ = [
     "LearningRateScheduler",
     "ModelCheckpoint",
     "MonitorCallback",
+    "OrbaxCheckpoint",
     "Progbar",
     "ProgbarLogger",
     "ReduceLROnPlateau",
+    "RemoteMonitor",
+    "SwapEMAWeights",
     "TensorBoard",
     "TerminateOnNaN",
 ]

@@ -142,6 +142,17 @@ class IterableAdapter:
         """An iterable's workers are its own."""
 
 
+def _capped(steps, num_batches):
+    """``steps`` within ``keras.config.max_steps_per_epoch()``, with Keras's warning when the cap applies."""
+    from kgraph.config import max_steps_per_epoch  # deferred: the config module sits above the trainers
+    cap = max_steps_per_epoch()
+    if not cap or steps and cap >= steps:
+        return steps
+    warnings.warn(f"Limiting steps_per_epoch to {cap}", stacklevel=3)
+    # A cap beyond one pass over data of known length leaves the whole pass (Keras's ends when the data does).
+    return None if steps is None and num_batches is not None and cap >= num_batches else cap
+
+
 class EpochIterator:
     """Cuts a source's batches into epochs.
 
@@ -161,7 +172,7 @@ class EpochIterator:
             raise ValueError(f"The PyDataset passed as `{what}` is endless (its `num_batches` is None), so "
                              f"`{steps_name}` must be given. Received: {steps_name}=None")
         self.adapter = adapter
-        self.steps = steps
+        self.steps = steps = _capped(steps, adapter.num_batches)
         self.what = what
         self.steps_name = steps_name
         self.num_batches = steps or adapter.num_batches

@@ -395,6 +395,10 @@ class Trainer:
                 val_iterator.close()
 
     def _fit_loop(self, iterator, val_iterator, epochs, verbose, callbacks, initial_epoch, validation_freq):
+        from kgraph.config import max_epochs  # deferred: the config module sits above the trainers
+        if max_epochs() and max_epochs() < epochs:
+            warnings.warn(f"Limiting epochs to {max_epochs()}", stacklevel=3)
+            epochs = max_epochs()
         cl = self._callbacks(callbacks, self._verbose(verbose), epochs, iterator.num_batches, with_history=True)
         self.stop_training = False
         self._initial_epoch = None

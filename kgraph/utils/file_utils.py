@@ -157,7 +157,7 @@ def _fetch(origin, out):
     import urllib.error
     import urllib.request
 
-    from kgraph.callbacks.progbar import Progbar
+    from kgraph.utils.progbar import Progbar
     try:
         with urllib.request.urlopen(origin, timeout=_TIMEOUT_S) as response:
             total = response.headers.get("Content-Length")

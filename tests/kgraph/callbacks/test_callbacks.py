@@ -183,7 +183,7 @@ def test_progbar_verbose_1_live_and_final_lines(capsys):
         bar.update(step, {"loss": 0.31, "accuracy": 0.91}, finalize=step == 32)
     output = bar.stream.getvalue()
     assert output.count("\r") == 32 and output.endswith("\n")
-    assert "12/32" in output and "━" in output and "/step - accuracy: 0.9100 - loss: 0.3100" in output
+    assert "12/32" in output and "━" in output and "/step - loss: 0.3100 - accuracy: 0.9100" in output
     model = small_model()
     drive(callbacks.ProgbarLogger(), model, [{"loss": 0.31, "accuracy": 0.91, "val_loss": 0.5}],
           params={"verbose": 1, "epochs": 2, "steps": 1})
