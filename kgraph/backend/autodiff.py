@@ -22,7 +22,7 @@ import threading
 import numpy as np
 
 from kgraph.backend.autocast import _autocast, autocast  # noqa: F401 (autocast: part of this module's API)
-from kgraph.backend.broadcast import unbroadcast
+from kgraph.backend.cotangents import seed_cotangents, unbroadcast
 from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
@@ -167,6 +167,9 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
                     return _symbolic(spec, args, kwargs)
                 args = ([_value(a) for a in args[0]],) + args[1:]
         else:
+            if len(args) > num_inputs or kwargs:
+                if _symbolic_config(args[num_inputs:], kwargs):  # a size read when a traced graph runs
+                    return _symbolic(spec, args, kwargs)
             convert = False
             for a in args[:num_inputs]:
                 if type(a) is not _ndarray:
@@ -206,6 +209,14 @@ def _symbolic(spec, args, kwargs):
     """A call with KerasTensor inputs: a node of the op's Operation in the graph being built."""
     from kgraph.ops.operations import symbolic_call
     return symbolic_call(spec.name, spec.public, args, kwargs)
+
+
+def _symbolic_config(rest, kwargs):
+    """Whether a configuration argument holds a KerasTensor (``tile(x, [batch, 1])`` with a traced size)."""
+    for v in (*rest, *kwargs.values()):
+        if isinstance(v, KerasTensor) or (type(v) in (list, tuple) and any(isinstance(e, KerasTensor) for e in v)):
+            return True
+    return False
 
 
 def _tapes_of_this_thread():
@@ -503,7 +514,7 @@ class GradientTape:
                         relevant.add(id(out))
                     break
 
-        cotangents = _seed_cotangents(targets, seeds, relevant)
+        cotangents = seed_cotangents(targets, seeds, relevant)
 
         for record in reversed(needed):
             out, inputs, vjp, spec, _ = record
@@ -552,27 +563,6 @@ class GradientTape:
                 prev = cotangents.get(key)
                 cotangents[key] = ct if prev is None else prev + ct
         return cotangents
-
-
-def _seed_cotangents(targets, seeds, relevant):
-    """The cotangents of the targets a source reaches: ``output_gradients`` (checked) or ones."""
-    cotangents = {}
-    for t, seed in zip(targets, seeds):
-        if id(t) not in relevant:
-            continue
-        if seed is None:
-            seed = np.ones(t.shape, t.dtype)
-        else:
-            seed = seed if isinstance(seed, TapeArray) else np.asarray(_value(seed))
-            if seed.shape != t.shape:
-                raise ValueError(
-                    "output_gradients must have the shape of target. "
-                    f"Received: target.shape={t.shape}, output_gradients.shape={seed.shape}"
-                )
-            seed = seed.astype(t.dtype, copy=False)
-        prev = cotangents.get(id(t))
-        cotangents[id(t)] = seed if prev is None else prev + seed
-    return cotangents
 
 
 def value_and_grad(fn, variables, has_aux=False, unconnected_gradients="none"):

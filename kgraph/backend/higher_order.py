@@ -18,7 +18,7 @@ is an ordinary recorded value. Third order goes as far as the rules' own ops hav
 import numpy as np
 
 from kgraph.backend.autodiff import _active_tapes, primitive
-from kgraph.backend.broadcast import unbroadcast
+from kgraph.backend.cotangents import unbroadcast
 from kgraph.backend.tape_array import TapeArray
 
 __all__ = ["RecordedStep", "piecewise_constant", "supported_ops"]

@@ -4,8 +4,10 @@ Unknown dimensions (``None``) are set to 83 in a first run and to 89 in a
 second; output dimensions that differ between the runs are unknown. Known
 dimensions are used as they are, so the result is exact for any function that
 runs on arrays. Placeholders are zeros; warnings from the placeholder values
-(log of zero, division by zero) are silenced.
+(log of zero, division by zero) are silenced, and so are checks of values in layers (an
+``Embedding``'s index range: ``on_placeholders``), since the values mean nothing.
 """
+import threading
 import warnings
 
 import numpy as np
@@ -14,6 +16,15 @@ from kgraph import tree
 from kgraph.graph.keras_tensor import KerasTensor
 
 _SIZES = (83, 89)
+_state = threading.local()
+
+
+def on_placeholders():
+    """The placeholder size of unknown dimensions while this thread runs a function on placeholder arrays, else
+    None. Layers skip checks of values then, and a model built meanwhile (a Sequential built by its first call)
+    takes dimensions of that size as unknown."""
+    sizes = getattr(_state, "sizes", None)
+    return sizes[-1] if sizes else None
 
 
 def _placeholder(tensor, size):
@@ -25,9 +36,15 @@ def _run(fn, args, kwargs, size):
     fill = lambda v: _placeholder(v, size) if isinstance(v, KerasTensor) else v  # noqa: E731
     args = tree.map_structure(fill, list(args))
     kwargs = tree.map_structure(fill, kwargs)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
+    if not hasattr(_state, "sizes"):
+        _state.sizes = []
+    _state.sizes.append(size)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args, **kwargs)
+    finally:
+        _state.sizes.pop()
 
 
 def output_spec(fn, args, kwargs, name):

@@ -47,7 +47,8 @@ _DYNAMIC_SHAPES = [0]
 def dynamic_shapes():
     """Within it, ``ops.shape`` of a KerasTensor gives each unknown size as a symbolic int64 scalar (read when the
     graph runs) instead of None, so that a traced call can compute with it (``ops.reshape(x, (batch, n, d))``
-    where ``batch = ops.shape(x)[0]``). The exporter traces calls this way; building a model keeps Keras's None."""
+    where ``batch = ops.shape(x)[0]``). The exporter and a layer call's symbolic trace use it; ``ops.shape`` of a
+    KerasTensor elsewhere (a functional model's own code) keeps Keras's None."""
     _DYNAMIC_SHAPES[0] += 1
     try:
         yield
@@ -84,10 +85,12 @@ def layer_output_spec(layer, args, kwargs):
     Where ``call`` runs Python code that needs values (a NumPy function that is
     not an op, ``if`` on a tensor), the spec is found by running ``call`` on
     placeholder arrays instead (``kgraph.graph.shape_inference``), as Keras's NumPy
-    backend does.
+    backend does. The trace reads unknown sizes as symbolic scalars (``dynamic_shapes``).
     """
     try:
-        with scratch():
+        # Unknown sizes read with ops.shape are symbolic scalars here (not None), so that a call computing with
+        # them (``ops.arange(ops.shape(x)[1])``) traces; a call that needs their values falls back below.
+        with scratch(), dynamic_shapes():
             _, outputs = trace(layer.call, args, kwargs)
             leaves = tree.flatten(outputs)
             if not leaves or not all(isinstance(t, KerasTensor) for t in leaves):

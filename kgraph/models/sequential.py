@@ -1,6 +1,7 @@
 """Sequential: a linear stack of layers, built incrementally (one node per layer)."""
 from kgraph import tree
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
+from kgraph.graph.shape_inference import on_placeholders
 from kgraph.layers.core.input_layer import Input, InputLayer
 from kgraph.layers.layer import Layer
 from kgraph.models.model import Model
@@ -87,6 +88,9 @@ class Sequential(Model):
             raise ValueError(f"Sequential model '{self.name}' cannot be built: no input shape is known. "
                              "Start it with `kgraph.Input(shape=...)` or call it on data first.")
         input_shape = tuple(input_shape)
+        size = on_placeholders()
+        if size is not None:  # built by a call on placeholder arrays: their placeholder-sized dims are unknown
+            input_shape = tuple(None if d == size else d for d in input_shape)
         self._input_tensor = self._last_output = Input(batch_shape=(None,) + input_shape[1:])
         self._stack.insert(0, self._input_tensor._keras_history.layer)
         for layer in self._layers:
@@ -137,8 +141,10 @@ class Sequential(Model):
         return self.functional.output_names
     nodes_by_depth = property(lambda self: self.functional.nodes_by_depth)
     layers_by_depth = property(lambda self: self.functional.layers_by_depth)
-    input = property(lambda self: self.functional.input)
-    output = property(lambda self: self.functional.output)
+    # Called as a layer, a Sequential's input and output are those of its first call (Keras 3's Operation);
+    # otherwise those of its own graph.
+    input = property(lambda self: Layer.input.fget(self) if self._inbound_nodes else self.functional.input)
+    output = property(lambda self: Layer.output.fget(self) if self._inbound_nodes else self.functional.output)
     input_shape = property(lambda self: self.functional.input_shape)
     output_shape = property(lambda self: self.functional.output_shape)
 

@@ -14,6 +14,8 @@ KerasTensors itself.
 import functools
 import inspect
 
+import numpy as np
+
 from kgraph.graph.operation import Operation, any_symbolic
 
 _FUNCTIONS = {}
@@ -131,11 +133,102 @@ def _conv_rule(name, inputs, kernel, strides=1, padding="valid", data_format=Non
     return KerasTensor(out_shape, dtype=inputs.dtype, name=name)
 
 
+def _has_tensor(value):
+    from kgraph.graph.keras_tensor import KerasTensor
+    return isinstance(value, KerasTensor) or (isinstance(value, (list, tuple))
+                                              and any(isinstance(v, KerasTensor) for v in value))
+
+
+def _tile_rule(name, x, repeats):
+    """tile's output spec where a repeat count is read when the graph runs: that axis's size is unknown."""
+    from kgraph.graph.keras_tensor import KerasTensor
+    if not _has_tensor(repeats):
+        return None
+    if isinstance(repeats, KerasTensor):
+        if len(repeats.shape) > 1 or repeats.shape[0] is None:
+            raise ValueError(f"tile '{name}' needs repeats of a known length. Received: repeats.shape={repeats.shape}")
+        reps = (None,) * (repeats.shape[0] if repeats.shape else 1)
+    else:
+        reps = tuple(None if isinstance(r, KerasTensor) else int(r) for r in repeats)
+    shape = tuple(getattr(x, "shape", ()))
+    rank = max(len(shape), len(reps))
+    dims = (1,) * (rank - len(shape)) + shape
+    reps = (1,) * (rank - len(reps)) + reps
+    out = tuple(None if d is None or r is None else d * r for d, r in zip(dims, reps))
+    return KerasTensor(out, dtype=str(getattr(x, "dtype", "float32")), name=name)
+
+
+def _arange_rule(name, start, stop=None, step=1, dtype=None):
+    """arange's output spec where a bound is read when the graph runs: a vector of unknown length."""
+    from kgraph import backend
+    from kgraph.graph.keras_tensor import KerasTensor
+    bounds = (start, stop, step)
+    if not any(isinstance(b, KerasTensor) for b in bounds):
+        return None
+    floating = any((b.dtype if isinstance(b, KerasTensor) else np.asarray(b).dtype.name).startswith(("float",
+                                                                                                    "bfloat"))
+                   for b in bounds if b is not None)
+    out = backend.standardize_dtype(dtype) if dtype is not None else (backend.floatx() if floating else "int32")
+    return KerasTensor((None,), dtype=out, name=name)
+
+
+def _broadcast_rule(name, x1, x2, *args, **kwargs):
+    """An elementwise binary op's output spec where an unknown size meets a known one: Keras's
+    ``broadcast_shapes`` (the unknown size is taken to broadcast to the known one), which a run on placeholders
+    cannot give (its placeholder size would not broadcast); otherwise the run decides."""
+    from kgraph.graph.keras_tensor import KerasTensor
+    shapes = [tuple(np.shape(v)) if not isinstance(v, KerasTensor) else tuple(v.shape) for v in (x1, x2)]
+    rank = max(len(s) for s in shapes)
+    a, b = ((1,) * (rank - len(s)) + s for s in shapes)
+    if not any((p is None and q not in (None, 1)) or (q is None and p not in (None, 1)) for p, q in zip(a, b)):
+        return None
+    out = []
+    for p, q in zip(a, b):
+        if p == 1 or p is None:
+            out.append(None if (p is None and q == 1) else q)
+        elif q in (1, None, p):
+            out.append(p)
+        else:
+            raise ValueError(f"'{name}' cannot broadcast shapes {shapes[0]} and {shapes[1]}.")
+    # The dtype of a run on one-element arrays of the operands' dtypes.
+    probe = [np.zeros((1,) * len(v.shape), v.dtype) if isinstance(v, KerasTensor) else v for v in (x1, x2)]
+    dtype = np.asarray(_FUNCTIONS[name](*probe, *args, **kwargs)).dtype
+    return KerasTensor(tuple(out), dtype=dtype.name, name=name)
+
+
+def _matmul_rule(name, x1, x2):
+    """matmul's output spec where an unknown size meets a known one (batch axes broadcast as Keras's
+    ``broadcast_shapes``; the contracted size may be unknown on one side); otherwise the run decides."""
+    from kgraph.graph.keras_tensor import KerasTensor
+    a, b = (tuple(v.shape) if isinstance(v, KerasTensor) else tuple(np.shape(v)) for v in (x1, x2))
+    if len(a) < 2 or len(b) < 2 or (None not in a and None not in b):
+        return None
+    if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
+        raise ValueError(f"'{name}' cannot multiply shapes {a} and {b}: {a[-1]} != {b[-2]}.")
+    rank = max(len(a), len(b)) - 2
+    pa, pb = (1,) * (rank - len(a) + 2) + a[:-2], (1,) * (rank - len(b) + 2) + b[:-2]
+    batch = []
+    for p, q in zip(pa, pb):
+        if p == 1 or p is None:
+            batch.append(None if (p is None and q == 1) else q)
+        elif q in (1, None, p):
+            batch.append(p)
+        else:
+            raise ValueError(f"'{name}' cannot broadcast the batch axes of {a} and {b}.")
+    dtype = np.result_type(np.dtype(getattr(x1, "dtype", "float32")), np.dtype(getattr(x2, "dtype", "float32")))
+    return KerasTensor(tuple(batch) + (a[-2], b[-1]), dtype=dtype.name, name=name)
+
+
 def _per_axis(value, rank):
     return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else (int(value),) * rank
 
 
-_SHAPE_RULES = {"conv": _conv_rule, "reshape": _reshape_rule, "split_leading_axes": _split_leading_rule, "shape_dim": _shape_dim_rule}
+_SHAPE_RULES = {"conv": _conv_rule, "reshape": _reshape_rule, "split_leading_axes": _split_leading_rule,
+                "shape_dim": _shape_dim_rule, "tile": _tile_rule, "arange": _arange_rule, "matmul": _matmul_rule,
+                **{name: _broadcast_rule for name in (
+                    "add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum", "power", "equal",
+                    "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+                    "logical_xor")}}
 
 
 def op_class(op_name, fn=None):

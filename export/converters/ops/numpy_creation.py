@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from export.converters.ops.common import operand
 from export.converters.ops.composite import register_composites
 from export.registry import op_converter, unexportable
@@ -21,7 +23,6 @@ for _name in ("zeros", "ones"):
     unexportable(_name, "takes a shape, not a tensor: the result is a constant")
 unexportable("full", "its shape is fixed: a tensor fill value (with a batch axis) does not broadcast to it, so no "
                      "graph has it")
-unexportable("arange", "with a tensor bound its output length depends on the tensor's values")
 unexportable("array", "converts a value to a constant array (or records `cast`)")
 
 
@@ -53,3 +54,16 @@ def convert_full_like(ctx: ConversionContext) -> ConverterResult:
     """``fill_value`` (a number or a tensor) in the output dtype expanded to the input's shape."""
     args = ctx.arguments
     return _filled_like(ctx, args["x"], ctx.tensor(args["fill_value"], ctx.output_dtype()))
+
+
+@op_converter("arange", opset=13)
+def convert_arange(ctx: ConversionContext) -> ConverterResult:
+    """Range: ``arange`` whose bounds are read when the graph runs (a traced ``ops.shape``), in the output's
+    dtype (constant bounds never record a node: the result is a constant)."""
+    args, dtype = ctx.arguments, ctx.output_dtype()
+    start, stop, step = args["start"], args["stop"], args["step"]
+    if stop is None:
+        start, stop = 0, start
+    scalar = [ctx.op("Reshape", [operand(ctx, v, dtype), ctx.const(np.zeros(0, np.int64), name="scalar")])
+              for v in (start, stop, step)]
+    return ctx.op("Range", scalar)

@@ -215,13 +215,35 @@ def convert_split(ctx: ConversionContext) -> ConverterResult:
 @op_converter("tile", opset=13)
 def convert_tile(ctx: ConversionContext) -> ConverterResult:
     """Tile, the input first given leading size-1 axes when ``repeats`` is longer than its rank."""
-    rank = ctx.input_rank()
-    reps = [int(r) for r in np.atleast_1d(ctx.arguments["repeats"])]
+    x_arg = ctx.arguments["x"]  # x may be a constant, and repeats the op's one tensor input
+    rank = len(x_arg.shape) if hasattr(x_arg, "shape") else np.ndim(x_arg)
+    repeats = ctx.arguments["repeats"]
     x = _x(ctx)
+    if isinstance(repeats, KerasTensor) or (isinstance(repeats, (list, tuple))
+                                            and any(isinstance(r, KerasTensor) for r in repeats)):
+        return _tile_traced(ctx, x, rank, repeats)
+    reps = [int(r) for r in np.atleast_1d(repeats)]
     if len(reps) > rank:
         x = ctx.op("Unsqueeze", [x, ctx.const(int64(range(len(reps) - rank)), name="axes")])
     reps = [1] * (max(rank, len(reps)) - len(reps)) + reps
     return ctx.op("Tile", [x, ctx.const(int64(reps), name="repeats")])
+
+
+def _tile_traced(ctx, x, rank, repeats):
+    """Tile with repeat counts read when the graph runs (a traced ``ops.shape``): the counts joined into one
+    int64 vector, padded with ones in front to the input's rank."""
+    if isinstance(repeats, KerasTensor):
+        count = repeats.shape[0] if repeats.shape else 1
+        parts = [ctx.op("Reshape", [operand(ctx, repeats, "int64"), ctx.const(int64([-1]), name="flat")])]
+    else:
+        count = len(repeats)
+        parts = [ctx.op("Reshape", [operand(ctx, r, "int64"), ctx.const(int64([1]), name="one")])
+                 if isinstance(r, KerasTensor) else ctx.const(int64([int(r)]), name="count") for r in repeats]
+    if count > rank:
+        x = ctx.op("Unsqueeze", [x, ctx.const(int64(range(count - rank)), name="axes")])
+    elif count < rank:
+        parts.insert(0, ctx.const(int64([1] * (rank - count)), name="ones"))
+    return ctx.op("Tile", [x, ctx.op("Concat", parts, axis=0) if len(parts) > 1 else parts[0]])
 
 
 @op_converter("repeat", opset=13)

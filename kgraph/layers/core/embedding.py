@@ -6,6 +6,7 @@ import numpy as np
 
 from kgraph import backend, constraints, initializers, ops, regularizers
 from kgraph.graph.keras_tensor import KerasTensor
+from kgraph.graph.shape_inference import on_placeholders
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.layer import Layer
 
@@ -71,6 +72,9 @@ class Embedding(Layer):
         elif indices.dtype.kind not in "iub":
             raise TypeError(f"Layer '{self.name}' expects integer or float indices. "
                             f"Received: inputs of dtype {indices.dtype}")
+        if indices.size and on_placeholders():
+            # Placeholder values (output-shape inference): any index of the right shape will do.
+            return np.clip(indices, 0, self.input_dim - 1)
         if indices.size:
             low, high = indices.min(), indices.max()
             if low < 0 or high >= self.input_dim:

@@ -1,0 +1,47 @@
+"""Cotangents: the seeds of a gradient, and a broadcast cotangent summed back to its input's shape."""
+import numpy as np
+
+from kgraph.backend.tape_array import TapeArray
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` over the axes broadcasting added, so that it has ``shape``.
+
+    Args:
+        g: a cotangent of a broadcast result.
+        shape: the shape of the input that was broadcast.
+    """
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    extra = g.ndim - len(shape)
+    if extra < 0 or any(d != 1 and d != gd for d, gd in zip(shape, g.shape[extra:])):
+        raise ValueError(
+            f"Cannot unbroadcast a cotangent to the input's shape: the input shape does not "
+            f"broadcast to the cotangent shape. Received: g.shape={g.shape}, shape={shape}"
+        )
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, d in enumerate(shape) if d == 1 and g.shape[extra + i] != 1
+    )
+    return np.sum(g, axis=axes).reshape(shape)
+
+
+def seed_cotangents(targets, seeds, relevant):
+    """The cotangents of the targets a source reaches: ``output_gradients`` (checked) or ones."""
+    cotangents = {}
+    for t, seed in zip(targets, seeds):
+        if id(t) not in relevant:
+            continue
+        if seed is None:
+            seed = np.ones(t.shape, t.dtype)
+        else:
+            seed = seed if isinstance(seed, TapeArray) else np.asarray(seed)
+            if seed.shape != t.shape:
+                raise ValueError(
+                    "output_gradients must have the shape of target. "
+                    f"Received: target.shape={t.shape}, output_gradients.shape={seed.shape}"
+                )
+            seed = seed.astype(t.dtype, copy=False)
+        prev = cotangents.get(id(t))
+        cotangents[id(t)] = seed if prev is None else prev + seed
+    return cotangents
