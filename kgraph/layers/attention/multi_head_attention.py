@@ -202,8 +202,9 @@ class MultiHeadAttention(Layer):
         if mask is not None:
             scores = ops.where(mask, scores, large_negative(scores.dtype))
         probabilities = ops.softmax(scores, axis=-1)
-        if mask is not None:
-            # A fully masked row would otherwise be uniform; Keras zeroes it.
+        if mask is not None and (self.dropout > 0.0 or return_attention_scores):
+            # As Keras 3.15: its masked softmax (taken with dropout or when the scores are returned) zeroes a fully
+            # masked row; its fused dot-product attention (otherwise) leaves it uniform over the keys.
             probabilities = ops.where(mask, probabilities, 0.0)
         attended = probabilities
         if training and self.dropout > 0.0:

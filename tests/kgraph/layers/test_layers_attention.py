@@ -9,8 +9,11 @@ from kgraph import backend, layers, ops
 from tests.gradcheck import check_gradients, check_variable_gradients
 
 
-def attention_reference(query, value, key, weights, num_heads, mask=None, causal=False, use_bias=True):
-    """Keras's MultiHeadAttention from its equations, in float64 NumPy."""
+def attention_reference(query, value, key, weights, num_heads, mask=None, causal=False, use_bias=True,
+                        fused=False):
+    """Keras's MultiHeadAttention from its equations, in float64 NumPy. A fully masked query row gets zero
+    probabilities in Keras's masked softmax, and uniform ones in its fused dot-product attention (``fused``: the
+    path Keras takes without dropout when the scores are not returned)."""
     if use_bias:
         wq, bq, wk, bk, wv, bv, wo, bo = weights
     else:
@@ -28,7 +31,8 @@ def attention_reference(query, value, key, weights, num_heads, mask=None, causal
         keep = keep & np.tril(np.ones(scores.shape[-2:], bool))
     scores = np.where(keep, scores, -1e9)
     e = np.exp(scores - scores.max(-1, keepdims=True))
-    probabilities = np.where(keep, e / e.sum(-1, keepdims=True), 0.0)
+    kept = keep | ~keep.any(-1, keepdims=True) if fused else keep
+    probabilities = np.where(kept, e / e.sum(-1, keepdims=True), 0.0)
     context = probabilities @ v
     return np.einsum("bntk,nko->bto", context, wo.reshape(wo.shape[0], wo.shape[1], -1)) + np.ravel(bo), \
         probabilities
@@ -71,7 +75,12 @@ def test_forward_matches_keras_equations(kwargs, call):
         mask=arguments["attention_mask"], causal=arguments["use_causal_mask"], use_bias=kwargs.get("use_bias", True))
     np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(layer(query, value, **arguments), output, rtol=1e-6)
+    fused, _ = attention_reference(
+        query.astype(np.float64), value.astype(np.float64),
+        (key if call.get("key") else value).astype(np.float64), weights, 2,
+        mask=arguments["attention_mask"], causal=arguments["use_causal_mask"], use_bias=kwargs.get("use_bias", True),
+        fused=True)
+    np.testing.assert_allclose(layer(query, value, **arguments), fused, rtol=1e-5, atol=1e-5)
 
 
 def test_weight_layout_matches_keras():
