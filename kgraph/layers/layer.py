@@ -444,12 +444,10 @@ class Layer(Operation):
 
     # ----- graph position ---------------------------------------------------
     def _single_node(self, attr):
+        """The node of the layer's first call, as Keras 3 answers ``input``/``output`` (a layer called several
+        times, such as a shared tower, answers for its first call)."""
         if not self._inbound_nodes:
             raise AttributeError(f"Layer '{self.name}' has never been called and thus has no defined {attr}.")
-        if len(self._inbound_nodes) > 1:
-            raise AttributeError(
-                f"Layer '{self.name}' has multiple inbound nodes, hence the notion of 'layer {attr}' is "
-                f"ill-defined. Use `layer.inbound_nodes[i].{'input_tensors' if attr.startswith('input') else 'output_tensors'}` instead.")
         return self._inbound_nodes[0]
 
     @property

@@ -1,6 +1,7 @@
 """kgraph models -> Keras 3 configs (the ``config.json`` of a ``.keras`` archive that Keras loads)."""
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,7 +36,30 @@ _KERAS_REJECTS = {name: ("trainable",) for name in ("Discretization", "Pipeline"
 
 def model_to_keras(model: Model) -> dict[str, Any]:
     """Keras 3's top-level config of ``model`` (module, class_name, config, registered_name, build_config)."""
-    return _layer(serialize_layer(model), model.name)
+    data = serialize_layer(model)
+    _check_recreatable(model, data["config"])
+    return _layer(data, model.name)
+
+
+def _check_recreatable(model, config):
+    """A subclassed Model whose ``__init__`` needs arguments its config lacks cannot be loaded back: refuse it
+    before anything is written, as Keras does (NotImplementedError), rather than write a file that fails to load."""
+    if {"layers", "input_layers", "output_layers"} <= set(config) or "layers" in config:
+        return  # a Functional or Sequential graph, or a subclass built the functional way
+    from kgraph.models.model import Model as BaseModel
+    cls = type(model)
+    if not isinstance(model, BaseModel) or any("get_config" in vars(klass)
+                                                for klass in cls.__mro__[:cls.__mro__.index(BaseModel)]):
+        return  # the user's get_config
+    params = inspect.signature(cls.__init__).parameters
+    missing = [name for name, p in params.items() if name != "self" and p.default is p.empty
+               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and name not in config]
+    if missing:
+        raise NotImplementedError(
+            f"Model '{model.name}' ({cls.__name__}) cannot be saved to .keras: its __init__ requires "
+            f"{', '.join(repr(m) for m in missing)}, which its config does not hold. Implement `get_config()` "
+            "(returning those arguments) so that the model can be re-created, as Keras requires, or save its "
+            "weights with `save_weights`.")
 
 
 def _layer(data, where):

@@ -167,6 +167,16 @@ class Normalization(Layer):
         self.adapt_variance.assign(total_var)
         # `count` stays as it is (0): Keras 3 keeps the weight for its file layout and never assigns it in adapt.
 
+    @property
+    def mean(self):
+        """The mean in the inputs' broadcast shape (Keras's ``mean``): None before the layer is built."""
+        return self._statistics()[0] if self.built else None
+
+    @property
+    def variance(self):
+        """The variance in the inputs' broadcast shape (Keras's ``variance``): None before the layer is built."""
+        return self._statistics()[1] if self.built else None
+
     def _statistics(self):
         if self.input_mean is not None:
             return self._constants

@@ -248,9 +248,20 @@ def test_layer_input_output_properties():
     y = dense(x)
     assert dense.input is x and dense.output is y
     assert dense.input_shape == (None, 2) and dense.output_shape == (None, 3)
-    dense(kgraph.Input(shape=(2,)))
-    with pytest.raises(AttributeError, match="multiple inbound nodes"):
-        _ = dense.input
+    dense(kgraph.Input(shape=(2,)))  # a shared layer answers for its first call, as Keras 3's
+    assert dense.input is x and dense.output is y
+    with pytest.raises(AttributeError, match="never been called"):
+        _ = layers.Dense(3).output
+
+
+def test_a_sequential_called_as_a_layer_answers_for_that_call():
+    blocks = kgraph.Sequential([layers.Dense(3), layers.Dense(2)])
+    inputs = kgraph.Input((4,))
+    outputs = blocks(layers.Dense(4)(inputs))
+    assert blocks.output is outputs
+    assert kgraph.Model(inputs, blocks.output).output_shape == (None, 2)
+    own = kgraph.Sequential([kgraph.Input((4,)), layers.Dense(2)])
+    assert own.input.shape == (None, 4) and own.output.shape == (None, 2)
 
 
 def test_intermediate_arrays_are_freed():
