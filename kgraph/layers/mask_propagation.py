@@ -102,13 +102,14 @@ def set_eager_masks(layer, first_input, previous, outputs):
     if masks is None:
         return outputs
     flat_masks = tree.flatten(masks) if tree.is_nested(masks) else [masks] * len(flat)
-    marked = [_with_mask(x, m) for x, m in zip(flat, flat_masks)] + flat[len(flat_masks):]
+    marked = [with_mask(x, m) for x, m in zip(flat, flat_masks)] + flat[len(flat_masks):]
     if len(flat) == 1 and not tree.is_nested(outputs):
         return marked[0]
     return tree.pack_sequence_as(outputs, marked)
 
 
-def _with_mask(x, mask):
+def with_mask(x, mask):
+    """``x`` carrying ``mask`` as its ``_keras_mask`` (a TapeArray view where a plain ndarray cannot hold it)."""
     if mask is None or not isinstance(x, np.ndarray) or keras_mask(x) is not None:
         return x
     try:

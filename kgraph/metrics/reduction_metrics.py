@@ -74,7 +74,20 @@ class MeanMetricWrapper(Mean):
         self._fn_kwargs = kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None):
+        mask = getattr(y_pred, "_keras_mask", None)
         values = self._fn(y_true, y_pred, **self._fn_kwargs)
+        if mask is not None:
+            # As Keras: a mask the prediction carries (a masked sequence model's output) weighs its entries out.
+            mask = np.asarray(mask).astype(np.float64)
+            if sample_weight is None:
+                sample_weight = mask
+            else:
+                weight = np.asarray(sample_weight, dtype=np.float64)
+                while weight.ndim < mask.ndim:
+                    weight = weight[..., None]
+                while mask.ndim < weight.ndim:
+                    mask = mask[..., None]
+                sample_weight = weight * mask
         super().update_state(values, sample_weight=sample_weight)
 
     def get_config(self):

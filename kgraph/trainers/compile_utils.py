@@ -12,6 +12,7 @@ import numpy as np
 from kgraph import losses as losses_module
 from kgraph import metrics as metrics_module
 from kgraph import ops, tree
+from kgraph.layers.mask_propagation import with_mask
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -248,7 +249,9 @@ class CompileMetrics:
         for y, p, sw, unweighted, weighted in zip(targets, preds, weights, self._unweighted, self._weighted):
             if y is None:
                 continue
-            p = np.asarray(p)
+            # A plain array for the metrics, still carrying the mask of a masked model's output (Keras weighs
+            # masked entries out of the metrics, as out of the loss).
+            p = with_mask(np.asarray(p), getattr(p, "_keras_mask", None))
             for metric in unweighted:
                 metric.update_state(y, p)
             for metric in weighted:
