@@ -72,9 +72,74 @@ def relu6(x):
     return ops.relu6(x)
 
 
+def celu(x, alpha=1.0):
+    return ops.celu(x, alpha=alpha)
+
+
+def glu(x, axis=-1):
+    return ops.glu(x, axis=axis)
+
+
+def hard_shrink(x, threshold=0.5):
+    return ops.hard_shrink(x, threshold=threshold)
+
+
+def hard_silu(x):
+    return ops.hard_silu(x)
+
+
+hard_swish = hard_silu
+
+
+def hard_tanh(x):
+    return ops.hard_tanh(x)
+
+
+def log_sigmoid(x):
+    return ops.log_sigmoid(x)
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    return ops.multiply(x, ops.tanh(ops.softplus(x)))
+
+
+def soft_shrink(x, threshold=0.5):
+    return ops.soft_shrink(x, threshold=threshold)
+
+
+def sparse_plus(x):
+    return ops.sparse_plus(x)
+
+
+def sparse_sigmoid(x):
+    return ops.sparse_sigmoid(x)
+
+
+def sparsemax(x, axis=-1):
+    return ops.sparsemax(x, axis=axis)
+
+
+def squareplus(x, b=4):
+    return ops.squareplus(x, b=b)
+
+
+def tanh_shrink(x):
+    return ops.tanh_shrink(x)
+
+
+def threshold(x, threshold, default_value):
+    """``x`` where ``x > threshold``, ``default_value`` elsewhere."""
+    return ops.threshold(x, threshold, default_value)
+
+
 _BY_NAME = {f.__name__: f for f in (linear, relu, sigmoid, tanh, softmax, log_softmax, gelu, elu, selu,
-                                    softplus, softsign, silu, leaky_relu, hard_sigmoid, exponential, relu6)}
-_BY_NAME["swish"] = silu
+                                    softplus, softsign, silu, leaky_relu, hard_sigmoid, exponential, relu6, celu,
+                                    glu, hard_shrink, hard_silu, hard_tanh, log_sigmoid, mish, soft_shrink,
+                                    sparse_plus, sparse_sigmoid, sparsemax, squareplus, tanh_shrink, threshold)}
+# Keras's second names: saved under the first one.
+_ALIASES = {"swish": silu, "hard_swish": hard_silu}
+_BY_NAME.update(_ALIASES)
 
 
 def get(identifier):
@@ -98,14 +163,37 @@ def get(identifier):
 def serialize(activation):
     """The Keras name of a built-in activation, or the serialized form of a registered one."""
     for name, fn in _BY_NAME.items():
-        if fn is activation and name != "swish":
+        if fn is activation and name not in _ALIASES:
             return name
     name = getattr(activation, "__name__", None)
     if name in _BY_NAME:
-        return name
+        return _BY_NAME[name].__name__
     from kgraph.saving.registration import get_registered_name
     if name is not None and get_registered_name(activation) != name:
         from kgraph.saving.serialization_lib import serialize_keras_object
         return serialize_keras_object(activation)
     raise ValueError(f"Cannot serialize activation {activation!r}: only built-in activations and functions "
                      "registered with @kgraph.saving.register_keras_serializable() can be saved.")
+
+
+def deserialize(config, custom_objects=None):
+    """The activation function ``config`` names: a name (``"mish"``), or a registered function's serialized form.
+
+    custom_objects: ``{name: function}`` for a user's functions, looked up first.
+    """
+    custom_objects = custom_objects or {}
+    if isinstance(config, str):
+        fn = custom_objects.get(config) or _BY_NAME.get(config)
+        if fn is None:
+            from kgraph.saving.serialization_lib import deserialize_keras_object
+            fn = deserialize_keras_object(config, custom_objects=custom_objects)
+        if not callable(fn):
+            raise ValueError(f"Unknown activation function: {config!r}. Valid names: {sorted(_BY_NAME)}, or a "
+                             "function registered with @kgraph.saving.register_keras_serializable().")
+        return fn
+    if isinstance(config, dict):
+        from kgraph.saving.serialization_lib import deserialize_keras_object
+        fn = deserialize_keras_object(config, custom_objects=custom_objects, module_objects=dict(_BY_NAME))
+        if callable(fn):
+            return fn
+    raise ValueError(f"Could not interpret serialized activation function: {config!r}")

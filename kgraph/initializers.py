@@ -169,35 +169,119 @@ class Identity(Initializer):
         return {"gain": self.gain}
 
 
-_ALL = {cls.__name__: cls for cls in (Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal,
-                                      VarianceScaling, GlorotUniform, GlorotNormal, HeNormal, HeUniform,
-                                      LecunNormal, LecunUniform, Orthogonal, Identity)}
+class STFT(Initializer):
+    """Keras's STFT kernel initializer: one side (``"real"`` or ``"imag"``) of the DFT basis of a
+    ``(frame_length, 1, fft_length // 2 + 1)`` convolution kernel, times ``window``, scaled by the window's L2 norm
+    (``scaling="density"``) or sum (``"spectrum"``).
+
+    window: a window name ("hann", "hamming", "blackman", ...), an array of ``frame_length`` values, or None.
+    """
+
+    def __init__(self, side="real", window="hann", scaling="density", periodic=False):
+        if side not in ("real", "imag"):
+            raise ValueError(f"side should be 'real' or 'imag', not {side}")
+        if isinstance(window, str):
+            from kgraph.layers.preprocessing.audio import window_values
+            window_values(window, 1)  # an unknown window name fails here, as in Keras
+        if scaling is not None and scaling not in ("density", "spectrum"):
+            raise ValueError("Scaling is invalid, it must be `None`, 'density' or 'spectrum'. "
+                             f"Received scaling={scaling}")
+        self.side, self.window, self.scaling, self.periodic = side, window, scaling, periodic
+
+    def __call__(self, shape, dtype=None):
+        from kgraph.layers.preprocessing.audio import stft_kernel
+        if len(shape) != 3:
+            raise ValueError(f"STFT initializer needs a shape (frame_length, channels, fft_length // 2 + 1). "
+                             f"Received: shape={shape}")
+        return stft_kernel(self.side, self.window, self.scaling, self.periodic, tuple(shape), dtype)
+
+    def get_config(self):
+        window = self.window.tolist() if isinstance(self.window, np.ndarray) else self.window
+        return {"side": self.side, "window": window, "periodic": self.periodic, "scaling": self.scaling}
+
+
+# Keras's other names for the same classes: snake_case function-style names and older class names.
+IdentityInitializer = identity = Identity
+OrthogonalInitializer = orthogonal = Orthogonal
+STFTInitializer = stft = STFT
+constant, ones, zeros = Constant, Ones, Zeros
+random_normal, random_uniform, truncated_normal = RandomNormal, RandomUniform, TruncatedNormal
+variance_scaling, glorot_normal, glorot_uniform = VarianceScaling, GlorotNormal, GlorotUniform
+he_normal, he_uniform, lecun_normal, lecun_uniform = HeNormal, HeUniform, LecunNormal, LecunUniform
+
+_ALL = {cls.__name__: cls for cls in (Zeros, Ones, Constant, RandomNormal, RandomUniform,
+                                      TruncatedNormal, VarianceScaling, GlorotUniform, GlorotNormal, HeNormal,
+                                      HeUniform, LecunNormal, LecunUniform, Orthogonal, Identity, STFT)}
 _ALIASES = {"zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
-            "normal": RandomNormal, "random_uniform": RandomUniform, "uniform": RandomUniform, "truncated_normal": TruncatedNormal,
-            "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
-            "he_normal": HeNormal, "he_uniform": HeUniform, "lecun_normal": LecunNormal,
-            "lecun_uniform": LecunUniform, "orthogonal": Orthogonal, "identity": Identity}
+            "normal": RandomNormal, "random_uniform": RandomUniform, "uniform": RandomUniform,
+            "truncated_normal": TruncatedNormal, "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform,
+            "glorot_normal": GlorotNormal, "he_normal": HeNormal, "he_uniform": HeUniform,
+            "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform, "orthogonal": Orthogonal,
+            "identity": Identity, "stft": STFT, "one": Ones, "zero": Zeros, "IdentityInitializer": Identity,
+            "OrthogonalInitializer": Orthogonal, "STFTInitializer": STFT}
+
+
+def _by_name(name):
+    return _ALIASES.get(name) or _ALL.get(name)
+
+
+def _from_array(values):
+    """An initializer returning ``values`` (cast to the dtype asked for) for their own shape only."""
+    values = np.array(values)
+
+    def initialize_fn(shape, dtype=None):
+        if tuple(shape) != values.shape:
+            raise ValueError(f"Expected `shape` to be {values.shape} for direct tensor as initializer. "
+                             f"Received shape={tuple(shape)}")
+        return values.astype(backend.standardize_dtype(dtype))
+    return initialize_fn
 
 
 def get(identifier):
-    """An initializer from a name, a config dict, an instance or a callable."""
+    """An initializer from a name, a config dict, a class, an array, an instance or a callable (None stays None)."""
+    if identifier is None:
+        return None
     if isinstance(identifier, Initializer) or (callable(identifier) and not isinstance(identifier, type)):
         return identifier
+    if isinstance(identifier, type):
+        if not issubclass(identifier, Initializer):
+            raise ValueError(f"Could not interpret initializer identifier: {identifier!r}")
+        return identifier()
+    if isinstance(identifier, (np.ndarray, np.generic)):
+        return _from_array(identifier)
     if isinstance(identifier, str):
-        cls = _ALIASES.get(identifier) or _ALL.get(identifier)
+        cls = _by_name(identifier)
         if cls is None:
             raise ValueError(f"Unknown initializer: {identifier!r}. Valid names: {sorted(_ALIASES)}")
         return cls()
     if isinstance(identifier, dict):
-        cls = _ALL.get(identifier.get("class_name")) or _ALIASES.get(identifier.get("class_name"))
-        if cls is None:  # a user's initializer: by its registered name, then its class name
-            from kgraph.saving.registration import get_registered_object
-            cls = get_registered_object(identifier.get("registered_name") or "", None) or \
-                get_registered_object(str(identifier.get("class_name")), None)
-        if not isinstance(cls, type) or not issubclass(cls, Initializer):
-            raise ValueError(f"Unknown initializer config: {identifier!r}")
-        return cls.from_config(identifier.get("config", {}))
+        return deserialize(identifier)
     raise ValueError(f"Could not interpret initializer identifier: {identifier!r}")
+
+
+def deserialize(config, custom_objects=None):
+    """The initializer ``config`` describes: ``serialize``'s dict (Keras's or kgraph's form) or a name.
+
+    custom_objects: ``{name: class}`` for a user's initializers, looked up first.
+    """
+    custom_objects = custom_objects or {}
+    if isinstance(config, str):
+        cls = custom_objects.get(config) or _by_name(config)
+        if cls is None:
+            raise ValueError(f"Unknown initializer: {config!r}. Valid names: {sorted(_ALIASES)}")
+        return cls()
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"Expected an initializer name or a dict with 'class_name' and 'config'. "
+                         f"Received: {config!r}")
+    name = config.get("class_name")
+    cls = custom_objects.get(config.get("registered_name") or "") or custom_objects.get(name) or _by_name(name)
+    if cls is None:  # a user's initializer: by its registered name, then its class name
+        from kgraph.saving.registration import get_registered_object
+        cls = get_registered_object(config.get("registered_name") or "", None) or \
+            get_registered_object(str(name), None)
+    if not isinstance(cls, type) or not issubclass(cls, Initializer):
+        raise ValueError(f"Unknown initializer config: {config!r}")
+    return cls.from_config(dict(config.get("config") or {}))
 
 
 def serialize(initializer):

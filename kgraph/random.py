@@ -103,3 +103,48 @@ def categorical(logits, num_samples, dtype="int32", seed=None):
     probabilities /= probabilities.sum(-1, keepdims=True)
     rng = _source(seed)
     return np.stack([rng.choice(p.shape[-1], size=num_samples, p=p) for p in probabilities]).astype(dtype)
+
+
+def _float_dtype(dtype):
+    from kgraph.backend.settings import floatx, standardize_dtype
+    return floatx() if dtype is None else standardize_dtype(dtype)
+
+
+def _parameter(value, shape, name):
+    """``value`` broadcast to ``shape`` (a scalar or an array of parameters, one per sample)."""
+    value = np.asarray(value, dtype="float64")
+    try:
+        return np.broadcast_to(value, shape)
+    except ValueError:
+        raise ValueError(f"`{name}` must broadcast to the sample shape {shape}. Received: {name} with shape "
+                         f"{value.shape}") from None
+
+
+def gamma(shape, alpha, dtype=None, seed=None):
+    """Samples from the Gamma distribution of shape parameter ``alpha`` (and scale 1)."""
+    size = _shape(shape)
+    alpha = _parameter(alpha, size, "alpha")
+    if np.any(alpha <= 0):
+        raise ValueError(f"`alpha` must be positive. Received: alpha={alpha.min() if alpha.size else alpha}")
+    return _source(seed).standard_gamma(alpha, size).astype(_float_dtype(dtype))
+
+
+def binomial(shape, counts, probabilities, dtype=None, seed=None):
+    """Numbers of successes in ``counts`` trials of success probability ``probabilities`` (as floats by default)."""
+    size = _shape(shape)
+    counts = _parameter(counts, size, "counts")
+    probabilities = _parameter(probabilities, size, "probabilities")
+    if np.any(counts < 0) or np.any(counts != np.floor(counts)):
+        raise ValueError("`counts` must be non-negative whole numbers of trials.")
+    if np.any((probabilities < 0) | (probabilities > 1)):
+        raise ValueError("`probabilities` must lie in [0, 1].")
+    return _source(seed).binomial(counts.astype("int64"), probabilities, size).astype(_float_dtype(dtype))
+
+
+def beta(shape, alpha, beta, dtype=None, seed=None):
+    """Samples from the Beta distribution of parameters ``alpha`` and ``beta``."""
+    size = _shape(shape)
+    a, b = _parameter(alpha, size, "alpha"), _parameter(beta, size, "beta")
+    if np.any(a <= 0) or np.any(b <= 0):
+        raise ValueError("`alpha` and `beta` must be positive.")
+    return _source(seed).beta(a, b, size).astype(_float_dtype(dtype))

@@ -73,12 +73,45 @@ class L2(Regularizer):
         return {"l2": self.l2}
 
 
+class OrthogonalRegularizer(Regularizer):
+    """Pushes the rows (``mode="rows"``) or columns (``mode="columns"``) of a 2-D weight towards orthogonality:
+    ``factor * 0.5 * sum(|dot products of distinct L2-normalized rows|) / number of pairs``."""
+
+    def __init__(self, factor=0.01, mode="rows"):
+        self.factor = _validate_factor(factor, "factor")
+        if mode not in ("rows", "columns"):
+            raise ValueError(f'Invalid value for argument `mode`. Expected one of {{"rows", "columns"}}. '
+                             f"Received: mode={mode}")
+        self.mode = mode
+
+    def __call__(self, x):
+        if len(x.shape) != 2:
+            raise ValueError(f"Inputs to OrthogonalRegularizer must have rank 2. Received: inputs.shape={x.shape}")
+        if self.mode == "rows":
+            unit = ops.normalize(x, axis=1)
+            product, size = ops.matmul(unit, ops.transpose(unit)), x.shape[0]
+        else:
+            unit = ops.normalize(x, axis=0)
+            product, size = ops.matmul(ops.transpose(unit), unit), x.shape[1]
+        if size < 2:
+            raise ValueError(f"OrthogonalRegularizer needs at least two {self.mode} to compare. "
+                             f"Received: inputs.shape={x.shape}")
+        off_diagonal = ops.multiply(product, 1.0 - np.eye(size, dtype=np.dtype(x.dtype)))
+        pairs = size * (size - 1.0) / 2.0
+        return ops.divide(ops.multiply(ops.sum(ops.abs(off_diagonal)), self.factor * 0.5), pairs)
+
+    def get_config(self):
+        return {"factor": self.factor, "mode": self.mode}
+
+
 l1 = L1
 l2 = L2
 l1_l2 = L1L2
+orthogonal_regularizer = OrthogonalRegularizer
 
-_CLASSES = {cls.__name__: cls for cls in (Regularizer, L1, L2, L1L2)}
-_NAMES = {"l1": L1, "l2": L2, "l1_l2": L1L2, "L1": L1, "L2": L2, "L1L2": L1L2}
+_CLASSES = {cls.__name__: cls for cls in (Regularizer, L1, L2, L1L2, OrthogonalRegularizer)}
+_NAMES = {"l1": L1, "l2": L2, "l1_l2": L1L2, "l1l2": L1L2, "L1": L1, "L2": L2, "L1L2": L1L2,
+          "orthogonal_regularizer": OrthogonalRegularizer, "OrthogonalRegularizer": OrthogonalRegularizer}
 
 
 def serialize(regularizer):
@@ -128,4 +161,5 @@ def get(identifier):
     )
 
 
-__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize", "deserialize"]
+__all__ = ["Regularizer", "L1", "L2", "L1L2", "OrthogonalRegularizer", "l1", "l2", "l1_l2", "orthogonal_regularizer",
+           "get", "serialize", "deserialize"]

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from onnx import helper
 
 from export.builder import NATIVE, onnx_dtype
 from export.registry import ExportError
@@ -27,7 +28,8 @@ _EMITTERS = {}
 
 # Activations whose ops onnxruntime implements for every float type; the others (Erf, Elu, Selu, Softplus,
 # Softsign, HardSigmoid, LeakyRelu at some opsets) have float32 kernels only and run on other types through Casts.
-ANY_FLOAT = {"linear", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "exponential", "relu6", "silu", "swish"}
+ANY_FLOAT = {"linear", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "exponential", "relu6", "silu", "swish",
+             "hard_tanh", "tanh_shrink", "squareplus", "sparse_plus"}
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -109,6 +111,13 @@ register_activation("elu")(_unary("Elu", alpha=1.0))
 register_activation("selu")(_unary("Selu", alpha=_SELU_ALPHA, gamma=_SELU_SCALE))
 register_activation("leaky_relu")(_unary("LeakyRelu", alpha=0.2))
 register_activation("hard_sigmoid")(_unary("HardSigmoid", alpha=1.0 / 6.0, beta=0.5))
+# Keras's defaults of the activations with arguments: celu alpha 1, hard_shrink / soft_shrink threshold 0.5.
+register_activation("celu")(_unary("Celu", alpha=1.0))
+register_activation("hard_shrink")(_unary("Shrink", lambd=0.5, bias=0.0))
+register_activation("soft_shrink")(_unary("Shrink", lambd=0.5, bias=0.5))
+# clip((x + 1) / 2, 0, 1) is HardSigmoid with alpha = beta = 1/2.
+register_activation("sparse_sigmoid")(_unary("HardSigmoid", alpha=0.5, beta=0.5))
+register_activation("hard_silu", opset=14)(_unary("HardSwish"))
 
 
 @register_activation("linear")
@@ -148,3 +157,66 @@ def _gelu(ctx, x, dtype, axis):
 @register_activation("gelu", opset=20)
 def _gelu_20(ctx, x, dtype, axis):
     return ctx.op("Gelu", [x], approximate="none")
+
+
+@register_activation("hard_silu")
+def _hard_silu(ctx, x, dtype, axis):
+    return ctx.op("Mul", [x, ctx.op("HardSigmoid", [x], alpha=1.0 / 6.0, beta=0.5)])
+
+
+@register_activation("hard_tanh")
+def _hard_tanh(ctx, x, dtype, axis):
+    return ctx.op("Clip", [x, ctx.const(-1, dtype=dtype, name="minus_one"), ctx.const(1, dtype=dtype, name="one")])
+
+
+@register_activation("log_sigmoid")
+def _log_sigmoid(ctx, x, dtype, axis):
+    # -softplus(-x): no overflow for large |x|.
+    return ctx.op("Neg", [ctx.op("Softplus", [ctx.op("Neg", [x])])])
+
+
+@register_activation("mish")
+def _mish(ctx, x, dtype, axis):
+    # x * tanh(softplus(x)); ONNX Mish (opset 18) is this same function.
+    return ctx.op("Mul", [x, ctx.op("Tanh", [ctx.op("Softplus", [x])])])
+
+
+@register_activation("tanh_shrink")
+def _tanh_shrink(ctx, x, dtype, axis):
+    return ctx.op("Sub", [x, ctx.op("Tanh", [x])])
+
+
+@register_activation("squareplus")
+def _squareplus(ctx, x, dtype, axis):
+    # (x + sqrt(x^2 + b)) / 2 with Keras's default b = 4.
+    root = ctx.op("Sqrt", [ctx.op("Add", [ctx.op("Mul", [x, x]), ctx.const(4, dtype=dtype, name="four")])])
+    return ctx.op("Mul", [ctx.op("Add", [x, root]), ctx.const(0.5, dtype=dtype, name="half")])
+
+
+@register_activation("sparse_plus")
+def _sparse_plus(ctx, x, dtype, axis):
+    # 0 below -1, x above 1, (x + 1)^2 / 4 between: (clip(x, -1, 1) + 1)^2 / 4 + relu(x - 1) on every side.
+    one = ctx.const(1, dtype=dtype, name="one")
+    shifted = ctx.op("Add", [ctx.op("Clip", [x, ctx.const(-1, dtype=dtype, name="minus_one"), one]), one])
+    square = ctx.op("Mul", [ctx.op("Mul", [shifted, shifted]), ctx.const(0.25, dtype=dtype, name="quarter")])
+    return ctx.op("Add", [square, ctx.op("Relu", [ctx.op("Sub", [x, one])])])
+
+
+@register_activation("sparsemax")
+def _sparsemax(ctx, x, dtype, axis):
+    """The projection onto the simplex along ``axis``: sort descending, find the support, subtract the threshold."""
+    axis_const = ctx.const(np.asarray(axis, np.int64), name="axis")
+    axes = ctx.const(np.asarray([axis], np.int64), name="axes")
+    shape = ctx.op("Shape", [x])
+    size = ctx.op("Gather", [shape, axes], axis=0)
+    ranked = ctx.op("TopK", [x, size], outputs=2, axis=axis, largest=1, sorted=1)[0]
+    cumulative = ctx.op("CumSum", [ranked, axis_const])
+    ones = ctx.op("ConstantOfShape", [shape], value=helper.make_tensor("one", onnx_dtype(dtype), [1], [1]))
+    k = ctx.op("CumSum", [ones, axis_const])  # 1, 2, ..., n along the axis
+    one = ctx.const(1, dtype=dtype, name="one")
+    support = ctx.op("Cast", [ctx.op("Greater", [ctx.op("Add", [one, ctx.op("Mul", [k, ranked])]), cumulative])],
+                     to=onnx_dtype(dtype))
+    count = ctx.op("ReduceSum", [support, axes], keepdims=1)
+    total = ctx.op("ReduceSum", [ctx.op("Mul", [ranked, support]), axes], keepdims=1)
+    tau = ctx.op("Div", [ctx.op("Sub", [total, one]), count])
+    return ctx.op("Relu", [ctx.op("Sub", [x, tau])])

@@ -11,7 +11,7 @@ import inspect
 import warnings
 from typing import TYPE_CHECKING
 
-from kgraph import constraints, initializers
+from kgraph import constraints, initializers, regularizers
 from kgraph.layers.layer import get_registered_layer
 from kgraph.ops.operations import get_op_class
 from kgraph.saving.file_limits import short_repr, short_text
@@ -273,8 +273,10 @@ def initializer_config(class_name: str, config: Mapping[str, Any], path: str,
 
 
 def _regularizer(value, path):
-    if value["class_name"] not in ("L1", "L2", "L1L2"):
-        raise _unknown("regularizer class", value, path)
+    try:
+        regularizers.deserialize({"class_name": value["class_name"], "config": value["config"]})
+    except (ValueError, TypeError):
+        raise _unknown("regularizer class", value, path) from None
     return {"class_name": value["class_name"], "config": value["config"]}
 
 
