@@ -122,6 +122,7 @@ class Loss:
         for extra in (in_mask, getattr(values, "_keras_mask", None)):
             if extra is not None:
                 extra = np.asarray(ops.convert_to_numpy(extra), dtype=bool)
+                _check_mask(extra, values, self.name)
                 mask = extra if mask is None else np.logical_and(mask, extra)
         return reduce_weighted_values(values, sample_weight, mask, self.reduction)
 
@@ -146,6 +147,24 @@ class Loss:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r} reduction={self.reduction!r}>"
+
+
+def _check_mask(mask, values, name):
+    """A mask that cannot weigh the per-sample losses is an error naming both shapes (Keras fails there too)."""
+    shape, aligned = tuple(np.shape(values)), mask.shape
+    if len(aligned) == len(shape) + 1 and aligned[-1] == 1:
+        aligned = aligned[:-1]
+    elif len(aligned) == len(shape) - 1:
+        aligned = aligned + (1,)
+    try:
+        if np.broadcast_shapes(aligned, shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"Loss '{name}': the mask of the predictions, of shape {mask.shape}, does not match the "
+                         f"per-sample losses, of shape {shape}. A mask a layer's output carries (from "
+                         "`Embedding(mask_zero=True)`, `Masking`, or a `mask=` given to a layer's call) must cover "
+                         "the loss's axes; drop it before the loss (an op such as `y * 1.0` carries no mask).") \
+            from None
 
 
 class LossFunctionWrapper(Loss):

@@ -149,3 +149,12 @@ def test_keras_files_of_models_compiled_with_loss_functions(tmp_path, spec, outp
     ours = kgraph.saving.load_model(tmp_path / "keras.keras")
     assert ours.loss is getattr(losses, spec)
     assert ours.evaluate(x, y, verbose=0) == pytest.approx(theirs.evaluate(x, y, verbose=0), rel=1e-5, abs=1e-6)
+
+
+def test_a_mask_that_cannot_weigh_the_losses_is_a_clear_error():
+    scores = kgraph.Input(shape=(3, 4))
+    mask = kgraph.Input(shape=(1, 4))
+    model = kgraph.Model([scores, mask], kgraph.layers.Softmax()(kgraph.layers.Dense(4)(scores), mask=mask))
+    model.compile(loss="mse")
+    with pytest.raises(ValueError, match=r"mask of the predictions, of shape \(8, 1, 4\).*\(8, 3\)"):
+        model.fit([np.ones((8, 3, 4)), np.ones((8, 1, 4))], np.ones((8, 3, 4)), verbose=0)
