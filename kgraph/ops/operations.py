@@ -172,7 +172,7 @@ def _arange_rule(name, start, stop=None, step=1, dtype=None):
     return KerasTensor((None,), dtype=out, name=name)
 
 
-def _broadcast_rule(name, x1, x2, *args, **kwargs):
+def _broadcast_rule(op_name, name, x1, x2, *args, **kwargs):
     """An elementwise binary op's output spec where an unknown size meets a known one: Keras's
     ``broadcast_shapes`` (the unknown size is taken to broadcast to the known one), which a run on placeholders
     cannot give (its placeholder size would not broadcast); otherwise the run decides."""
@@ -192,7 +192,8 @@ def _broadcast_rule(name, x1, x2, *args, **kwargs):
             raise ValueError(f"'{name}' cannot broadcast shapes {shapes[0]} and {shapes[1]}.")
     # The dtype of a run on one-element arrays of the operands' dtypes.
     probe = [np.zeros((1,) * len(v.shape), v.dtype) if isinstance(v, KerasTensor) else v for v in (x1, x2)]
-    dtype = np.asarray(_FUNCTIONS[name](*probe, *args, **kwargs)).dtype
+    with np.errstate(all="ignore"):
+        dtype = np.asarray(_FUNCTIONS[op_name](*probe, *args, **kwargs)).dtype
     return KerasTensor(tuple(out), dtype=dtype.name, name=name)
 
 
@@ -225,7 +226,7 @@ def _per_axis(value, rank):
 
 _SHAPE_RULES = {"conv": _conv_rule, "reshape": _reshape_rule, "split_leading_axes": _split_leading_rule,
                 "shape_dim": _shape_dim_rule, "tile": _tile_rule, "arange": _arange_rule, "matmul": _matmul_rule,
-                **{name: _broadcast_rule for name in (
+                **{name: functools.partial(_broadcast_rule, name) for name in (
                     "add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum", "power", "equal",
                     "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
                     "logical_xor")}}
