@@ -11,9 +11,10 @@ from kgraph.callbacks.monitor_callback import MonitorCallback
 from kgraph.callbacks.progbar import Progbar, ProgbarLogger
 from kgraph.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from kgraph.callbacks.remote_monitor import RemoteMonitor
+from kgraph.callbacks.swap_ema_weights import SwapEMAWeights
 from kgraph.callbacks.tensorboard import TensorBoard
 from kgraph.callbacks.terminate_on_nan import TerminateOnNaN
-from kgraph.callbacks.unavailable import OrbaxCheckpoint, SwapEMAWeights
+from kgraph.callbacks.unavailable import OrbaxCheckpoint
 
 __all__ = [
     "BackupAndRestore",

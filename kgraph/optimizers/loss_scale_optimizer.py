@@ -43,6 +43,8 @@ class LossScaleOptimizer(Optimizer):
         self.dynamic_growth_steps = int(dynamic_growth_steps)
         self.step_counter = 0
         self.dynamic_scale = float(initial_scale)
+        # As Keras: the inner optimizer's own `loss_scale_factor` is dropped, else its gradients would be scaled twice.
+        inner_optimizer.loss_scale_factor = None
 
     # The step count and the learning rate are the inner optimizer's, as in Keras (this optimizer's own
     # "iteration" Variable stays 0, as Keras's does).
@@ -95,6 +97,15 @@ class LossScaleOptimizer(Optimizer):
 
     def slot_groups(self):
         return self.inner_optimizer.slot_groups()
+
+    def state_groups(self):
+        return self.inner_optimizer.state_groups()
+
+    def initial_state(self, slot_name, variable):
+        return self.inner_optimizer.initial_state(slot_name, variable)
+
+    def finalize_variable_values(self, var_list):
+        self.inner_optimizer.finalize_variable_values(var_list)
 
     def trailing_variables(self):
         return self.inner_optimizer.trailing_variables()

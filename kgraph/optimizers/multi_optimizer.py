@@ -83,24 +83,33 @@ class MultiOptimizer(Optimizer):
     callable). Each inner optimizer keeps its own slots, step count and learning rate (``optimizers``); this one
     counts the steps applied. As in Keras, ``learning_rate`` is not available on it.
 
-    loss_scale_factor: Keras's argument; kgraph supports only None.
+    loss_scale_factor: as Keras, it replaces every inner optimizer's own (None included): a train step scales the
+        loss by it (``scale_loss``) and each inner optimizer divides its gradients by it.
     """
 
     def __init__(self, optimizer_map, loss_scale_factor=None, name=None):
-        if loss_scale_factor is not None:
-            raise ValueError(f"kgraph does not support `loss_scale_factor`. Received: {loss_scale_factor!r}")
         if not callable(optimizer_map):
             raise TypeError(f"optimizer_map must be an OptimizerMap or a callable. Received: {optimizer_map!r}")
-        super().__init__(learning_rate=0.0, name=name)
+        super().__init__(learning_rate=0.0, loss_scale_factor=loss_scale_factor, name=name)
         self._learning_rate = None  # the inner optimizers' learning rates are theirs alone
-        self.loss_scale_factor = None
         self._optimizer_map = optimizer_map
         self._inner_optimizers = []
         for optimizer in list(getattr(optimizer_map, "values", list)()) + \
                 [getattr(optimizer_map, "default_optimizer", None)]:
             if optimizer is not None and not any(optimizer is o for o in self._inner_optimizers):
+                optimizer.loss_scale_factor = self.loss_scale_factor
                 self._inner_optimizers.append(optimizer)
         self._owner = {}  # id(variable) -> index of its inner optimizer
+
+    @property
+    def loss_scale_factor(self):
+        return self.__dict__.get("_loss_scale_factor")
+
+    @loss_scale_factor.setter
+    def loss_scale_factor(self, value):
+        self._loss_scale_factor = value
+        for optimizer in self.__dict__.get("_inner_optimizers", ()):
+            optimizer.loss_scale_factor = value
 
     @property
     def optimizers(self):
@@ -125,6 +134,7 @@ class MultiOptimizer(Optimizer):
                 optimizer = self._optimizer_map(variable)
                 _check_inner(optimizer, f"The optimizer for variable {getattr(variable, 'path', variable.name)}")
                 if not any(optimizer is o for o in self._inner_optimizers):
+                    optimizer.loss_scale_factor = self.loss_scale_factor
                     self._inner_optimizers.append(optimizer)
                 index = self._owner[id(variable)] = next(
                     i for i, o in enumerate(self._inner_optimizers) if o is optimizer)
@@ -184,6 +194,18 @@ class MultiOptimizer(Optimizer):
         if iterations is not None:
             self._iterations.assign(_checked_count(iterations))
 
+    def finalize_variable_values(self, var_list):
+        """Each inner optimizer's ``finalize_variable_values`` on the variables of ``var_list`` it updates."""
+        groups = {}
+        for variable in var_list:
+            index = self._owner.get(id(variable))
+            if index is None:
+                raise ValueError(f"Variable '{getattr(variable, 'path', variable.name)}' is not one MultiOptimizer "
+                                 f"'{self.name}' was built on.")
+            groups.setdefault(index, []).append(variable)
+        for index, variables in groups.items():
+            self._inner_optimizers[index].finalize_variable_values(variables)
+
     def owned_by(self, optimizer, variables):
         """The variables of ``variables`` that ``optimizer`` (one of ``optimizers``) updates, in their order."""
         groups = self._groups(variables)
@@ -192,7 +214,8 @@ class MultiOptimizer(Optimizer):
 
     def get_config(self):
         from kgraph.saving.serialization_lib import serialize_keras_object
-        return {"optimizer_map": serialize_keras_object(self._optimizer_map), "loss_scale_factor": None,
+        return {"optimizer_map": serialize_keras_object(self._optimizer_map),
+                "loss_scale_factor": self.loss_scale_factor,
                 "name": self.name}
 
     @classmethod

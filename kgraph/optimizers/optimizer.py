@@ -12,9 +12,13 @@ import warnings
 
 import numpy as np
 
+from kgraph import ops
 from kgraph.backend.variable import Variable
 from kgraph.ops.kernels import threads
 from kgraph.optimizers import schedules, update_parallel
+
+# The slot name of a variable's moving average (``use_ema``), as Keras names it.
+AVERAGE = "average"
 
 
 def _snake_case(name):
@@ -46,6 +50,28 @@ def _checked_count(value):
     return count
 
 
+def _validate_ema(use_ema, ema_momentum, ema_overwrite_frequency):
+    """Keras's checks of the moving-average arguments (made only with ``use_ema``)."""
+    if not use_ema:
+        return
+    if isinstance(ema_momentum, (bool, str)) or not np.isscalar(ema_momentum) or not 0 <= ema_momentum <= 1:
+        raise ValueError(f"`ema_momentum` must be in the range [0, 1]. Received: ema_momentum={ema_momentum}")
+    if ema_overwrite_frequency and (  # as Keras, 0 (like None) overwrites only at the end
+            isinstance(ema_overwrite_frequency, bool) or not isinstance(ema_overwrite_frequency, int)
+            or ema_overwrite_frequency < 1):
+        raise ValueError("`ema_overwrite_frequency` must be an integer >= 1 or None. "
+                         f"Received: ema_overwrite_frequency={ema_overwrite_frequency}")
+
+
+def _validate_loss_scale_factor(factor):
+    if factor is None:
+        return None
+    if isinstance(factor, (bool, str)) or not np.isscalar(factor) or not math.isfinite(factor) or not factor > 0:
+        raise ValueError(f"`loss_scale_factor` must be a positive number or None. Received: loss_scale_factor="
+                         f"{factor!r}")
+    return factor
+
+
 def _iteration_variable(name, count=0):
     return Variable(np.asarray(count, dtype="int64"), name="iteration", trainable=False, path=f"{name}/iteration")
 
@@ -61,6 +87,18 @@ class Optimizer:
     clipvalue: clip each gradient element to ``[-clipvalue, clipvalue]``.
     global_clipnorm: scale all gradients together so their joint L2 norm is
         at most this.
+    use_ema: keep an exponential moving average of each trainable variable,
+        updated after each step: ``average = m * average + (1 - m) * variable``
+        with ``m = ema_momentum``, except on the first step (``iterations`` 0),
+        where ``m = 0`` so the average starts as the variable. The averages
+        are optimizer variables (``"average"``), after ``iterations`` in
+        ``variables``; ``finalize_variable_values`` (which ``fit`` calls at its
+        end) copies them into the variables.
+    ema_momentum: ``m`` above, in [0, 1].
+    ema_overwrite_frequency: with ``use_ema``, copy the averages into the
+        variables after every this many steps (None: only at the end of ``fit``).
+    loss_scale_factor: a train step multiplies the loss by this before taking
+        gradients (``scale_loss``), and ``apply`` divides the gradients by it.
     """
 
     def __init__(
@@ -70,6 +108,10 @@ class Optimizer:
         clipnorm=None,
         clipvalue=None,
         global_clipnorm=None,
+        use_ema=False,
+        ema_momentum=0.99,
+        ema_overwrite_frequency=None,
+        loss_scale_factor=None,
         name=None,
         **kwargs,
     ):
@@ -85,6 +127,11 @@ class Optimizer:
         self.clipnorm = clipnorm
         self.clipvalue = clipvalue
         self.global_clipnorm = global_clipnorm
+        _validate_ema(use_ema, ema_momentum, ema_overwrite_frequency)
+        self.use_ema = use_ema
+        self.ema_momentum = ema_momentum
+        self.ema_overwrite_frequency = ema_overwrite_frequency
+        self.loss_scale_factor = _validate_loss_scale_factor(loss_scale_factor)
         # As Keras 3: a non-trainable integer Variable "<name>/iteration", first of ``variables``.
         self._iterations = _iteration_variable(self.name)
         self._learning_rate = _validate_learning_rate(learning_rate)
@@ -113,6 +160,9 @@ class Optimizer:
 
     def __setstate__(self, state):
         state = dict(state)
+        for key, default in (("use_ema", False), ("ema_momentum", 0.99), ("ema_overwrite_frequency", None),
+                             ("loss_scale_factor", None)):
+            state.setdefault(key, default)  # pickled before the optimizers took these arguments
         if "_iterations" not in state:  # pickled when the count was a Python int (a LossScaleOptimizer had none)
             count = _checked_count(state.pop("iterations", 0))
             state["_iterations"] = _iteration_variable(state.get("name", "optimizer"), count)
@@ -148,6 +198,27 @@ class Optimizer:
         """The slot names grouped as Keras's ``build`` creates them: the slots of one group are interleaved
         variable by variable, the groups follow one another (the order of Keras's ``variables``)."""
         return [[name] for name in self.slot_names()]
+
+    def _state_names(self):
+        """The slots ``build`` creates for a variable: its moving average (with ``use_ema``), then ``slot_names()``."""
+        names = self.slot_names()
+        if not self.use_ema:
+            return names
+        if AVERAGE in names:
+            raise ValueError(f"Optimizer '{self.name}' has a slot named {AVERAGE!r}, the name of the moving averages "
+                             "`use_ema=True` keeps: rename the slot or leave `use_ema` off.")
+        return [AVERAGE, *names]
+
+    def state_groups(self):
+        """``slot_groups()``, preceded by the moving averages with ``use_ema`` (Keras's base ``build`` adds them
+        before any optimizer's own slots)."""
+        return ([[AVERAGE]] if self.use_ema else []) + self.slot_groups()
+
+    def initial_state(self, slot_name, variable):
+        """``initial_slot``, or zeros for a moving average (Keras starts it at zeros; the first step replaces it)."""
+        if slot_name == AVERAGE and self.use_ema:
+            return np.zeros(tuple(variable.shape), dtype=variable.dtype)
+        return self.initial_slot(slot_name, variable)
 
     def trailing_variables(self):
         """Arrays Keras keeps after the slots in its ``variables``; kgraph derives them from the step count,
@@ -190,11 +261,11 @@ class Optimizer:
 
     @property
     def variables(self):
-        """``iterations``, then the slot Variables in Keras's order: ``slot_groups()`` one after the other, the
-        slots of a group interleaved variable by variable, in build order (Keras also keeps its learning rate,
-        second, where kgraph keeps a float)."""
+        """``iterations``, then the slot Variables in Keras's order: ``state_groups()`` (the moving averages with
+        ``use_ema``, then ``slot_groups()``) one after the other, the slots of a group interleaved variable by
+        variable, in build order (Keras also keeps its learning rate, second, where kgraph keeps a float)."""
         out = [self._iterations]
-        for group in self.slot_groups():
+        for group in self.state_groups():
             lists = [self._slots.get(name, []) for name in group]
             for i in range(len(self._trainable_variables)):
                 out.extend(slot_list[i] for slot_list in lists if i < len(slot_list) and slot_list[i] is not None)
@@ -217,8 +288,8 @@ class Optimizer:
                 continue
             index[id(variable)] = len(self._trainable_variables)
             self._trainable_variables.append(variable)
-            for slot_name in self.slot_names():
-                value = self.initial_slot(slot_name, variable)
+            for slot_name in self._state_names():
+                value = self.initial_state(slot_name, variable)
                 path = getattr(variable, "path", variable.name)
                 slot = None if value is None else Variable(
                     value, name=f"{variable.name}_{slot_name}", trainable=False, dtype=value.dtype,
@@ -235,7 +306,7 @@ class Optimizer:
         for i, variable in enumerate(self._trainable_variables):
             position = index.get(id(variable))
             if position is not None:
-                slots = {name: self._slots[name][i].value.copy() for name in self.slot_names()
+                slots = {name: self._slots[name][i].value.copy() for name in self._state_names()
                          if self._slots[name][i] is not None}
                 state.append([position, slots])
         return state
@@ -250,7 +321,7 @@ class Optimizer:
             for name, value in slots.items():
                 if name not in self._slots:
                     raise ValueError(
-                        f"Optimizer '{self.name}' has no slot {name!r}; its slots are {self.slot_names()}."
+                        f"Optimizer '{self.name}' has no slot {name!r}; its slots are {self._state_names()}."
                     )
                 if self._slots[name][i] is None:
                     raise ValueError(f"Optimizer '{self.name}' keeps no slot {name!r} for variable "
@@ -280,8 +351,11 @@ class Optimizer:
         return self.weight_decay
 
     def scale_loss(self, loss):
-        """The loss the gradients are taken of: ``loss`` itself (a LossScaleOptimizer scales it)."""
-        return loss
+        """The loss the gradients are taken of: ``loss`` times ``loss_scale_factor`` when it is set, else ``loss``
+        itself (recorded on the tape, so the gradients are scaled too; ``apply`` divides them back)."""
+        if self.loss_scale_factor is None:
+            return loss
+        return ops.multiply(loss, np.asarray(self.loss_scale_factor, dtype=np.asarray(loss).dtype))
 
     def apply_gradients(self, grads_and_vars):
         """Apply ``[(gradient, variable), ...]``; returns ``iterations``."""
@@ -315,6 +389,8 @@ class Optimizer:
         self.build(trainable_variables)
         grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
         grads = [self._as_gradient(g, v) for g, v in zip(grads, trainable_variables)]
+        if self.loss_scale_factor is not None:
+            grads = [g / np.asarray(self.loss_scale_factor, dtype=g.dtype) for g in grads]
         grads = self._clip_gradients(grads)
         learning_rate = self.learning_rate
         index = self._lookup()
@@ -339,12 +415,63 @@ class Optimizer:
         else:
             for gradient, value, slots, scratch in jobs:
                 self.update_step(gradient, value, slots, learning_rate, scratch)
+        if self.use_ema:  # as Keras: after the updates, before the constraints and the step count
+            self._update_moving_averages()
+            frequency = self.ema_overwrite_frequency
+            if frequency and (int(self._iterations.value) + 1) % frequency == 0:
+                self._overwrite_model_variables_with_average_value(self._trainable_variables)
         for variable in trainable_variables:
             # As Keras: a variable's constraint (set by Layer.add_weight) projects it after its update.
             constraint = getattr(variable, "constraint", None)
             if constraint is not None:
                 variable.assign(constraint(variable))
         self._iterations.assign(self._iterations.value + 1)
+
+    @property
+    def _model_variables_moving_average(self):
+        """The moving-average Variables, parallel to the variables the optimizer is built on (Keras's attribute:
+        absent without ``use_ema`` or before ``build``)."""
+        if not self.use_ema or not self.built:
+            raise AttributeError(f"Optimizer '{self.name}' keeps no moving averages "
+                                 f"({'use_ema=False' if not self.use_ema else 'it is not built yet'}).")
+        return self._slots[AVERAGE]
+
+    def _update_moving_averages(self):
+        """``average = m * average + (1 - m) * variable`` for every built variable; ``m = 0`` on the first step."""
+        momentum = self.ema_momentum if int(self._iterations.value) != 0 else 0.0
+        for i, (variable, average) in enumerate(zip(self._trainable_variables, self._slots[AVERAGE])):
+            if not average.value.flags.writeable:
+                average.assign(average.value)
+            value, target = variable.value, average.value
+            m = np.asarray(momentum, dtype=target.dtype)
+            share = self._scratch.get(i)  # free again once the step's updates are done
+            if share is None or share.shape != target.shape or share.dtype != target.dtype:
+                share = self._scratch[i] = np.empty_like(target)
+            np.multiply(value, np.subtract(np.asarray(1, dtype=target.dtype), m), out=share)
+            np.multiply(target, m, out=target)
+            np.add(target, share, out=target)
+
+    def _overwrite_model_variables_with_average_value(self, trainable_variables):
+        """Copy each variable's moving average into it."""
+        trainable_variables = list(trainable_variables)
+        averages = self._slots.get(AVERAGE, [])
+        if len(trainable_variables) != len(averages):
+            raise ValueError(f"The length of model variables ({len(trainable_variables)}) to override does not match "
+                             f"the length of model variables stored in the optimizer ({len(averages)}). Please check "
+                             "if the optimizer was called on your model.")
+        index = self._lookup()
+        for variable in trainable_variables:
+            i = index.get(id(variable))
+            if i is None:
+                raise ValueError(f"Variable '{getattr(variable, 'path', variable.name)}' is not one optimizer "
+                                 f"'{self.name}' was built on, so it has no moving average.")
+            variable.assign(averages[i].value)
+
+    def finalize_variable_values(self, var_list):
+        """Set the final values of ``var_list`` (the model's trainable variables) at the end of training: with
+        ``use_ema``, their moving averages; else nothing changes."""
+        if self.use_ema:
+            self._overwrite_model_variables_with_average_value(var_list)
 
     def _elementwise(self):
         """Whether ``update_step`` is elementwise, so any slice of a variable may be updated on its own.
@@ -418,6 +545,10 @@ class Optimizer:
             "clipnorm": self.clipnorm,
             "global_clipnorm": self.global_clipnorm,
             "clipvalue": self.clipvalue,
+            "use_ema": self.use_ema,
+            "ema_momentum": self.ema_momentum,
+            "ema_overwrite_frequency": self.ema_overwrite_frequency,
+            "loss_scale_factor": self.loss_scale_factor,
         }
 
     @classmethod

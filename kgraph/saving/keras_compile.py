@@ -2,10 +2,10 @@
 the variables Keras saves under ``optimizer/`` of a weights file.
 
 Keras orders an optimizer's variables as: ``iterations``, ``learning_rate`` (unless it is a schedule), then each
-group of slots its ``build`` adds, variable by variable (Adam: momentum and velocity interleaved per variable, then
-``velocity_hat`` with amsgrad; RMSprop: every velocity, then every momentum, then every average gradient): the
-optimizer's ``slot_groups()``, skipping a slot a variable does not have (``initial_slot`` None), then its
-``trailing_variables()`` (Nadam's running product of momentum decays).
+group of slots its ``build`` adds, variable by variable (with ``use_ema``, first every moving average; Adam: momentum
+and velocity interleaved per variable, then ``velocity_hat`` with amsgrad; RMSprop: every velocity, then every
+momentum, then every average gradient): the optimizer's ``state_groups()``, skipping a slot a variable does not have
+(``initial_state`` None), then its ``trailing_variables()`` (Nadam's running product of momentum decays).
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from kgraph.optimizers.optimizer import Optimizer
     from kgraph.saving.registration import CustomObjects
 
-# Keras optimizer arguments that change nothing at these values (kgraph has no EMA or loss scaling).
-_INERT = {("use_ema", False), ("ema_momentum", 0.99), ("amsgrad", False)}
+# Keras optimizer arguments that change nothing at these values.
+_INERT = {("amsgrad", False)}
 
 
 def compile_config(model: Model) -> dict[str, Any]:
@@ -162,10 +162,10 @@ def _variables_of(optimizer, trainable):
     state = dict((position, slots) for position, slots in
                  optimizer.get_slot_state({id(v): i for i, v in enumerate(trainable)}))
     out = _leading_variables(optimizer)
-    for group in optimizer.slot_groups():
+    for group in optimizer.state_groups():
         for i, variable in enumerate(trainable):
             for name in group:
-                initial = optimizer.initial_slot(name, variable)
+                initial = optimizer.initial_state(name, variable)
                 if initial is not None:
                     out.append(np.asarray(state[i][name] if i in state else initial))
     return out + [np.asarray(value) for value in optimizer.trailing_variables()]
@@ -207,7 +207,7 @@ def _set_variables_of(optimizer, trainable, values, source):
         _set_multi_variables(optimizer, trainable, values, source)
         return
     leading = len(_leading_variables(optimizer))
-    layout = [(i, name, optimizer.initial_slot(name, variable)) for group in optimizer.slot_groups()
+    layout = [(i, name, optimizer.initial_state(name, variable)) for group in optimizer.state_groups()
               for i, variable in enumerate(trainable) for name in group]
     layout = [(i, name, initial) for i, name, initial in layout if initial is not None]
     expected = leading + len(layout) + len(optimizer.trailing_variables())

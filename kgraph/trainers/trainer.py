@@ -424,6 +424,8 @@ class Trainer:
             training_logs = epoch_logs
             if self.stop_training or iterator.ran_out:
                 break
+        if epochs > 0 and self.optimizer is not None and self.optimizer.built:
+            self.optimizer.finalize_variable_values(self.trainable_weights)  # as Keras: the EMA's averages, if kept
         cl.on_train_end(training_logs)
         return self.history
 

@@ -68,8 +68,6 @@ REFUSED = {
     "preprocessing.image_dataset_from_directory": (ImportError, _TF_DATA, lambda f: f(".")),
     "preprocessing.text_dataset_from_directory": (ImportError, _TF_DATA, lambda f: f(".")),
     "callbacks.OrbaxCheckpoint": (ImportError, "writes with Orbax, a JAX library", lambda f: f("/tmp/ckpt")),
-    "callbacks.SwapEMAWeights": (ValueError, "kgraph's optimizers keep no EMA (no use_ema / ema_momentum)",
-                                 lambda f: f()),
     "dtype_policies.AWQDTypePolicy": (ValueError, _QUANTIZED, lambda f: f("awq")),
     "dtype_policies.GPTQDTypePolicy": (ValueError, _QUANTIZED, lambda f: f("gptq")),
     "dtype_policies.Int4DTypePolicy": (ValueError, _QUANTIZED, lambda f: f("int4")),
@@ -110,6 +108,13 @@ def test_refused_names_raise_an_error_that_names_the_reason(qualified):
     assert any(word in text for word in ("TensorFlow", "Orbax", "moving average", "quantized", "NumPy")), text
 
 
+def test_swap_ema_weights_is_a_working_callback():
+    from kgraph import callbacks
+    swap = callbacks.SwapEMAWeights(swap_on_epoch=True)
+    assert isinstance(swap, callbacks.Callback) and swap.swap_on_epoch is True
+    assert "callbacks.SwapEMAWeights" not in REFUSED
+
+
 def test_aliases_are_the_same_objects():
     from kgraph import dtype_policies, mixed_precision, optimizers, preprocessing, utils
     assert utils.Sequence is utils.PyDataset and utils.CustomObjectScope is utils.custom_object_scope
@@ -128,4 +133,4 @@ def test_coverage_counts():
     assert counts == {"utils": 40, "utils.legacy": 2, "utils.bounding_boxes": 9, "config": 25, "callbacks": 16,
                       "dtype_policies": 11, "preprocessing": 5, "preprocessing.image": 5,
                       "preprocessing.sequence": 1, "mixed_precision": 7}
-    assert len(REFUSED) == 14
+    assert len(REFUSED) == 13

@@ -76,10 +76,6 @@ def test_remote_monitor_arguments_as_keras():
     assert {n: p.default for n, p in theirs.items()} == {n: ours[n].default for n in theirs}
 
 
-def test_orbax_checkpoint_and_swap_ema_weights_say_why_they_are_refused():
+def test_orbax_checkpoint_says_why_it_is_refused():
     with pytest.raises(ImportError, match="Orbax"):
         callbacks.OrbaxCheckpoint("/tmp/checkpoints")
-    with pytest.raises(ValueError, match="use_ema"):
-        callbacks.SwapEMAWeights(swap_on_epoch=True)
-    with pytest.raises(ValueError, match="not recognized"):  # the optimizers take no use_ema either
-        kgraph.optimizers.SGD(use_ema=True)

@@ -375,10 +375,10 @@ def test_compile_configuration_is_restored(tmp_path):
         {"loss", "mean_absolute_error"}
     assert kgraph.load_model(DATA / "mlp.keras", compile=False).optimizer is None
 
-    def ema(config):
-        config["compile_config"]["optimizer"]["config"]["use_ema"] = True
-    with pytest.warns(UserWarning, match="loaded uncompiled.*use_ema=True"):
-        model = kgraph.load_model(_archive(tmp_path / "ema.keras", _edited_config("mlp", ema)))
+    def accumulate(config):
+        config["compile_config"]["optimizer"]["config"]["gradient_accumulation_steps"] = 2
+    with pytest.warns(UserWarning, match="loaded uncompiled.*gradient_accumulation_steps=2"):
+        model = kgraph.load_model(_archive(tmp_path / "accumulate.keras", _edited_config("mlp", accumulate)))
     assert model.optimizer is None
 
 
