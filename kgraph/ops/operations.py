@@ -205,7 +205,8 @@ def _matmul_rule(name, x1, x2):
     if len(a) < 2 or len(b) < 2 or (None not in a and None not in b):
         return None
     if a[-1] is not None and b[-2] is not None and a[-1] != b[-2]:
-        raise ValueError(f"'{name}' cannot multiply shapes {a} and {b}: {a[-1]} != {b[-2]}.")
+        raise ValueError(f"Could not infer the output of '{name}' for symbolic inputs (shape={a}, shape={b}): "
+                         f"the contracted sizes differ ({a[-1]} != {b[-2]}).")
     rank = max(len(a), len(b)) - 2
     pa, pb = (1,) * (rank - len(a) + 2) + a[:-2], (1,) * (rank - len(b) + 2) + b[:-2]
     batch = []
