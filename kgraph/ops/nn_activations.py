@@ -17,9 +17,12 @@ __all__ = ["celu", "glu", "hard_shrink", "hard_tanh", "soft_shrink", "sparse_plu
 
 @op
 def celu(x, alpha=1.0):
-    """``max(x, 0) + min(alpha * (exp(x / alpha) - 1), 0)``."""
+    """``max(x, 0) + min(alpha * (exp(x / alpha) - 1), 0)``, written as a choice so that the gradient at 0 is 1
+    (the exponential side's), as torch's ``celu`` gives it."""
     x = floating(x)
-    return _relu(x) + _math.minimum(alpha * _math.expm1(_math.minimum(x, 0) / alpha), 0)
+    positive = _math.greater(x, 0)
+    negative_part = _math.where(positive, np.zeros((), dtype_of(x)), x)
+    return _math.where(positive, x, alpha * _math.expm1(negative_part / alpha))
 
 
 @op
