@@ -24,6 +24,7 @@ from export.registry import ExportError, has_converter, lookup, lookup_op
 from export.symbols import share_input_symbols
 from kgraph.graph import topology as graph
 from kgraph.graph import tracing
+from kgraph.layers import mask_propagation
 from kgraph.ops.operations import OpOperation
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ class _Walk:
     def _masked(self, node, values, prefix):
         """A node that reads or makes a mask (see export.masks)."""
         ctx = ConversionContext(self.builder, node, values, prefix + node.outbound_layer.name)
-        if self.masks.prepare(ctx, node):
+        route = _route(node.outbound_layer, node)
+        if self.masks.prepare(ctx, node, *route):
             values[id(node.output_tensors[0])] = Value(self.masks.masked_average(ctx, node), NATIVE)
         else:
             hints = {key: getattr(ctx, key) for key in ("sequence_lens", "sequence_mask")
@@ -121,28 +123,60 @@ class _Walk:
             if compacted is not None:
                 values[key] = compacted  # the recurrent node reads the unmasked steps first (export.masks)
             try:
-                self.node(node, values, prefix, hints)
+                self.node(node, values, prefix, hints, route)
             finally:
                 if compacted is not None:
                     values[key] = original
             if compacted is not None:
                 self.masks.uncompact(ctx, node, values, self.builder)
-        self.masks.record(ctx, node, values)
+        pending = self.masks.record(ctx, node, values)
+        if pending:
+            self.masks.defer(pending, lambda: self._computed_masks(node, pending, values, prefix))
 
-    def node(self, node: Node, values: dict[int, Value], prefix: str, hints: dict[str, str] | None = None) -> None:
+    def _computed_masks(self, node, tensors, values, prefix):
+        """``{id(tensor): ONNX bool mask}`` for ``tensors`` (outputs of ``node``) from the layer's ``compute_mask``,
+        traced into ops like a ``call`` (on the call's first argument and its masks, as when the model runs)."""
+        layer = node.outbound_layer
+        scope = f"{prefix}{layer.name}/compute_mask"
+        first = node.call_args[0]
+        previous = node.call_kwargs["mask"] if node.call_kwargs.get("mask") is not None else \
+            kgraph.tree.map_structure(mask_propagation.keras_mask, first)
+        with tracing.scratch(), tracing.dynamic_shapes():
+            try:
+                traced = _trace(layer.compute_mask, (first, previous), {})
+            except Exception as err:  # the user's code, traced
+                raise ExportError(f"tracing the `compute_mask` of layer '{layer.name}' ({type(layer).__name__}) "
+                                  f"failed: {type(err).__name__}: {err}") from err
+            masks = traced[1]
+            flat = kgraph.tree.flatten(masks) if kgraph.tree.is_nested(masks) else [masks] * len(node.output_tensors)
+            found = [(t, m) for t, m in zip(node.output_tensors, flat) if any(t is x for x in tensors)]
+            if len(found) != len(tensors) or not all(isinstance(m, kgraph.KerasTensor) for _, m in found):
+                raise ExportError(f"the `compute_mask` of layer '{layer.name}' ({type(layer).__name__}) gave "
+                                  f"{masks!r} for symbolic inputs; expected a KerasTensor per masked output")
+            inner = self._convert_trace(node, traced, [m for _, m in found], values, scope)
+            ctx = ConversionContext(self.builder, node, values, scope)
+            names = {}
+            for tensor, mask in found:
+                name = self.builder.convert(ctx, inner[id(mask)], len(mask.shape), NATIVE)
+                names[id(tensor)] = name if mask.dtype == "bool" else ctx.op("Cast", [name], to=9, name="mask")
+        return names
+
+    def node(self, node: Node, values: dict[int, Value], prefix: str, hints: dict[str, str] | None = None,
+             route: tuple[str, Operation] | None = None) -> None:
         """Convert one node: an op, a nested model, a layer with a converter, or a layer traced into ops."""
         layer = node.outbound_layer
         scope = prefix + layer.name
-        if isinstance(layer, OpOperation):
+        kind, converted = route or _route(layer, node)
+        if kind == "op":
             self._convert(layer, node, values, scope, lookup_op(layer, self.builder.opset))
-        elif isinstance(layer, (kgraph.models.Functional, kgraph.Sequential)):
+        elif kind == "nested":
             self._nested(layer, node, values, scope)
-        elif has_converter(type(layer)) and _activation_emits(layer):
+        elif kind == "convert":
             self._convert(layer, node, values, scope, lookup(layer, self.builder.opset), hints=hints)
-        elif _fused(layer) is not None and len(node.call_args) == 1 and node.call_kwargs.get("initial_state") is None:
-            fused = _fused(layer)
-            self._convert(layer, node, values, scope, lookup(fused, self.builder.opset), as_layer=fused, hints=hints)
-        elif scan.applies(layer, node):
+        elif kind == "fused":
+            self._convert(layer, node, values, scope, lookup(converted, self.builder.opset), as_layer=converted,
+                          hints=hints)
+        elif kind == "scan":
             self._remember(layer)
             for tensor, value in zip(node.output_tensors, scan.convert_rnn(_Walk, self.builder, layer, node, values,
                                                                            scope)):
@@ -195,29 +229,23 @@ class _Walk:
         kwargs = dict(node.call_kwargs)
         if layer._call_accepts_training:
             kwargs["training"] = False
-        masks = self.masks.for_trace(node)
-        if masks is not None:
-            kwargs["mask"] = masks
+        # The mask arguments the call gets filled in when the model runs (export.masks gives their ONNX names).
+        kwargs.update(mask_propagation.mask_arguments(layer, node.call_args, node.call_kwargs,
+                                                     mask_propagation.keras_mask)[1])
         with tracing.scratch(), tracing.dynamic_shapes():
             try:
-                inputs, outputs = tracing.trace(layer.call, node.call_args, kwargs)
-                flat = kgraph.tree.flatten(outputs)
+                traced = _trace(layer.call, node.call_args, kwargs)
+                flat = kgraph.tree.flatten(traced[1])
                 if len(flat) != len(node.output_tensors) or not all(isinstance(t, kgraph.KerasTensor)
                                                                     for t in flat):
-                    raise TypeError(f"`call` returned {outputs!r} for symbolic inputs; expected "
+                    raise TypeError(f"`call` returned {traced[1]!r} for symbolic inputs; expected "
                                     f"{len(node.output_tensors)} KerasTensor(s) computed from the inputs")
             except ExportError:
                 raise
             except Exception as err:  # the user's code, traced: any failure becomes one clear export error
                 raise ExportError(_trace_failure(layer, err)) from err
-            inner = {id(inputs[id(t)]): values[id(t)] for t in node.input_tensors if id(t) in inputs}
-            inner.update({id(inputs[key]): value for key, value in self.masks.trace_values(masks).items()
-                          if key in inputs})
-            order, _ = graph.topological_nodes(set(inner), flat)
             try:
-                for inner_node in order:
-                    if not inner_node.is_input and not isinstance(inner_node.outbound_layer, tracing.Placeholder):
-                        self.node(inner_node, inner, scope + "/")
+                inner = self._convert_trace(node, traced, flat, values, scope)
             except ExportError as err:
                 raise type(err)(f"Cannot export layer '{layer.name}' ({type(layer).__name__}) through its traced "
                                 f"`call`: {err}") from err
@@ -225,6 +253,57 @@ class _Walk:
                 values[id(outer)] = inner[id(t)]
         for sub in layer._flatten_layers():
             sub._losses.clear()  # symbolic add_loss terms of the trace
+
+    def _convert_trace(self, owner, traced, flat, values, scope):
+        """Convert the nodes of a trace (``_trace``'s result) that compute ``flat``; returns the Values of the
+        trace's tensors. A masked input's placeholder carries its mask (export.masks), so the layers called in
+        the trace read it as they do when the model runs."""
+        inputs, _, carried = traced
+        inner = {id(inputs[key]): values[key] for key in inputs if key in values}
+        order, _ = graph.topological_nodes({id(t) for t in inputs.values()}, flat)
+        read = {id(t) for inner_node in order for t in inner_node.input_tensors} | {id(t) for t in flat}
+        inner.update(self.masks.enter_trace(owner, inputs, carried, read))
+        for inner_node in order:
+            if inner_node.is_input or isinstance(inner_node.outbound_layer, tracing.Placeholder):
+                continue
+            if any(t._keras_mask is not None for t in inner_node.input_tensors + inner_node.output_tensors):
+                self._masked(inner_node, inner, scope + "/")
+            else:
+                self.node(inner_node, inner, scope + "/")
+        return inner
+
+
+def _trace(fn, args, kwargs):
+    """``(inputs, outputs, carried)``: ``fn`` traced as ``kgraph.graph.tracing.trace`` does, where the placeholder
+    of each input that has a mask has the placeholder of that mask as its ``_keras_mask`` (``carried``: the
+    (input, mask) pairs); call it inside ``tracing.scratch()``."""
+    tensors = [t for t in kgraph.tree.flatten([list(args), kwargs]) if isinstance(t, kgraph.KerasTensor)]
+    carried = list({id(t): (t, t._keras_mask) for t in tensors if t._keras_mask is not None}.values())
+
+    def call(args, kwargs, pairs):
+        for placeholder, mask in pairs:
+            placeholder._keras_mask = mask
+        return fn(*args, **kwargs)
+
+    inputs, outputs = tracing.trace(call, (list(args), kwargs, [list(pair) for pair in carried]), {})
+    return inputs, outputs, carried
+
+
+def _route(layer, node):
+    """How ``node`` is exported: ``(kind, layer whose converter runs)``, kind one of 'op', 'nested' (a model
+    inlined), 'convert', 'fused' (an equivalent layer's converter), 'scan' (an RNN of a user's cell), 'trace'."""
+    if isinstance(layer, OpOperation):
+        return "op", layer
+    if isinstance(layer, (kgraph.models.Functional, kgraph.Sequential)):
+        return "nested", layer
+    if has_converter(type(layer)) and _activation_emits(layer):
+        return "convert", layer
+    fused = _fused(layer)
+    if fused is not None and len(node.call_args) == 1 and node.call_kwargs.get("initial_state") is None:
+        return "fused", fused
+    if scan.applies(layer, node):
+        return "scan", layer
+    return "trace", layer
 
 
 def _activation_emits(layer):

@@ -21,13 +21,6 @@ EXPLICIT_TRAINING_FLAG = ("kgraph keeps an explicit training=False of a nested m
                           "transfer-learning guide says; Keras 3.15 overrides it with the outer flag, so its "
                           "BatchNormalization statistics move (values[bn_statistics_kept]: Keras False, kgraph True)")
 
-MASKS_IN_TRACED_LAYERS = ("export expresses masks only where LSTM/GRU (also in Bidirectional) and "
-                          "GlobalAveragePooling1D read them: the translation example's TransformerEncoder takes the "
-                          "mask its PositionalEmbedding computes (compute_mask) into its traced call: \"Cannot export "
-                          "layer 'transformer_encoder' (TransformerEncoder): it reads a mask made by layer "
-                          "'positional_embedding' (PositionalEmbedding), and that mask could not be expressed in "
-                          "ONNX\"")
-
 # Not a gap of kgraph: a deliberate difference. Keras 3.15's MultiHeadAttention.call replaces the `query_mask`
 # argument with the query tensor's own mask (`backend.get_keras_mask(query)`), so the translation example's decoder,
 # which passes `query_mask=inputs_padding_mask` for a query that carries no mask, attends from padded positions in
@@ -50,7 +43,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_custom_fit_train_step", "exports"): _blocked(TORCH_TRAIN_STEP),
     ("p_transfer_learning", "matches"): EXPLICIT_TRAINING_FLAG,
     ("p_translation_transformer", "matches"): QUERY_MASK_ARGUMENT,
-    ("p_translation_transformer", "exports"): MASKS_IN_TRACED_LAYERS,
     ("p_dcgan", "runs"): TORCH_TRAIN_STEP,
     ("p_dcgan", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_dcgan", "exports"): _blocked(TORCH_TRAIN_STEP),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from onnx import TensorProto
 
+from export.masks import ATTENTION_MASKS, call_arguments
 from export.registry import converter
 from kgraph import layers
 from kgraph.graph.keras_tensor import KerasTensor
@@ -57,17 +58,20 @@ def _causal_mask(ctx, query, value):
     return ctx.op("Unsqueeze", [mask, ctx.const(_int64(1), name="heads_axis")])
 
 
-def _attention_mask(ctx, node, positional):
+def _mask_argument(ctx, given, name):
+    """A mask argument of the call (a KerasTensor input or an array): its ONNX name and rank."""
+    if isinstance(given, KerasTensor):
+        return ctx.tensor(given), len(given.shape)
+    array = np.asarray(given)
+    return ctx.const(array, name=name), array.ndim
+
+
+def _attention_mask(ctx, arguments):
     """The ``attention_mask`` argument as a boolean tensor broadcastable to (B, heads, T, S), or None."""
-    mask = node.call_kwargs.get("attention_mask")
-    if mask is None:
+    given = arguments.get("attention_mask")
+    if given is None:
         return None
-    if isinstance(mask, KerasTensor):
-        index = next(i for i, t in enumerate(node.input_tensors) if t is mask and i >= positional)
-        name, rank = ctx.input(index), ctx.input_rank(index)
-    else:
-        array = np.asarray(mask)
-        name, rank = ctx.const(array, name="attention_mask"), array.ndim
+    name, rank = _mask_argument(ctx, given, "attention_mask")
     if rank > 3:
         raise ctx.error(f"expected an attention_mask of rank 3 (batch, query time, value time); got rank {rank}")
     mask = ctx.op("Cast", [name], to=TensorProto.BOOL)
@@ -75,31 +79,58 @@ def _attention_mask(ctx, node, positional):
     return ctx.op("Unsqueeze", [mask, ctx.const(_int64(1), name="heads_axis")]) if rank == 3 else mask
 
 
+def _sequence_masks(ctx, arguments):
+    """The ``query_mask``/``value_mask``/``key_mask`` arguments given to the call, and-ed as Keras combines them:
+    (B, 1, T, 1) and (B, 1, 1, S) booleans, or None. (The masks the layer fills in from its inputs' masks come
+    from export.masks as ``ctx.sequence_mask``.)"""
+    combined = None
+    for name, axes in ATTENTION_MASKS:
+        given = arguments.get(f"{name}_mask")
+        if given is None:
+            continue
+        mask, rank = _mask_argument(ctx, given, f"{name}_mask")
+        if rank != 2:
+            raise ctx.error(f"expected a {name}_mask of rank 2 (batch, time); got rank {rank}")
+        mask = ctx.op("Cast", [mask], to=TensorProto.BOOL)
+        part = ctx.op("Unsqueeze", [mask, ctx.const(_int64(*axes), name=f"{name}_mask_axes")])
+        combined = part if combined is None else ctx.op("And", [combined, part])
+    return combined
+
+
+def _combined_mask(ctx, arguments, query, value):
+    """Every mask of the call and-ed: (B or 1, 1, T or 1, S or 1) booleans, or None."""
+    mask = None
+    for part in (_attention_mask(ctx, arguments), _sequence_masks(ctx, arguments),
+                 getattr(ctx, "sequence_mask", None)):  # the last: from the inputs' masks (export.masks)
+        if part is not None:
+            mask = part if mask is None else ctx.op("And", [mask, part])
+    if arguments.get("use_causal_mask"):
+        causal = _causal_mask(ctx, query, value)
+        mask = causal if mask is None else ctx.op("And", [mask, causal])
+    return mask
+
+
 @converter(layers.MultiHeadAttention, opset=13, rtol=RTOL, atol=ATOL)
 def convert_multi_head_attention(ctx: ConversionContext) -> ConverterResult:
     """Q/K/V projections, scaled scores, masked softmax, weighted values and the output projection."""
-    layer, node = ctx.layer, ctx.node
+    layer = ctx.layer
     dtype = layer.query_kernel.dtype
-    positional = len(node.call_args)
-    query, value = ctx.input(0, dtype=dtype), ctx.input(1, dtype=dtype)
-    key = ctx.input(2, dtype=dtype) if positional == 3 else value
+    arguments = call_arguments(ctx.node)  # query, value and key by name, whether given by position or keyword
+    query, value = ctx.tensor(arguments["query"], dtype), ctx.tensor(arguments["value"], dtype)
+    key = value if arguments.get("key") is None else ctx.tensor(arguments["key"], dtype)
     # Keras scales the projected query; the scale is folded into its kernel and bias.
     q = _heads(ctx, query, layer.query_kernel, layer.query_bias, 1.0 / math.sqrt(layer.key_dim), [0, 2, 1, 3])
     k = _heads(ctx, key, layer.key_kernel, layer.key_bias, 1.0, [0, 2, 3, 1])
     v = _heads(ctx, value, layer.value_kernel, layer.value_bias, 1.0, [0, 2, 1, 3])
     scores = ctx.op("MatMul", [q, k])
-    mask = _attention_mask(ctx, node, positional)
-    padding = getattr(ctx, "sequence_mask", None)  # from the query/value masks (export.masks)
-    if padding is not None:
-        mask = padding if mask is None else ctx.op("And", [mask, padding])
-    if node.call_kwargs.get("use_causal_mask"):
-        causal = _causal_mask(ctx, query, value)
-        mask = causal if mask is None else ctx.op("And", [mask, causal])
+    mask = _combined_mask(ctx, arguments, query, value)
     if mask is not None:
         scores = ctx.op("Where", [mask, scores, ctx.const(large_negative(dtype), dtype=dtype, name="masked")])
     probabilities = ctx.op("Softmax", [scores], axis=-1)
-    if mask is not None:
-        # Keras zeroes masked positions after the softmax (a fully masked row becomes all zeros).
+    if mask is not None and (layer.dropout > 0.0 or arguments.get("return_attention_scores")):
+        # As the layer (Keras 3.15): its masked softmax, taken with dropout or when the scores are returned,
+        # zeroes masked positions (a fully masked row becomes all zeros); otherwise a fully masked row stays
+        # uniform over the keys.
         probabilities = ctx.op("Where", [mask, probabilities, ctx.const(0, dtype=dtype, name="zero")])
     context = ctx.op("Transpose", [ctx.op("MatMul", [probabilities, v])], perm=[0, 2, 1, 3])
     heads_by_depth = layer.num_heads * layer.value_dim
@@ -114,6 +145,6 @@ def convert_multi_head_attention(ctx: ConversionContext) -> ConverterResult:
                                                    variant="flat")])
     if len(dims) > 1:
         output = ctx.op("Reshape", [output, ctx.const(_int64(0, 0, *dims), name="output_shape")])
-    if node.call_kwargs.get("return_attention_scores"):
+    if arguments.get("return_attention_scores"):
         return [output, probabilities]
     return output

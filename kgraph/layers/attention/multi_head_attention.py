@@ -227,8 +227,8 @@ class MultiHeadAttention(Layer):
     def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
         return tuple(query_shape[:-1]) + self.output_dims
 
-    def compute_output_spec(self, query, value, key=None, attention_mask=None, return_attention_scores=False,
-                            training=None, use_causal_mask=False):
+    def compute_output_spec(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None,
+                            attention_mask=None, return_attention_scores=False, training=None, use_causal_mask=False):
         output = KerasTensor(self.compute_output_shape(query.shape), dtype=self.compute_dtype, name=self.name)
         if not return_attention_scores:
             return output
