@@ -73,7 +73,7 @@ class Embedding(Layer):
             raise TypeError(f"Layer '{self.name}' expects integer or float indices. "
                             f"Received: inputs of dtype {indices.dtype}")
         if indices.size and on_placeholders():
-            # Placeholder values (output-shape inference): any index of the right shape will do.
+            # Output-shape inference runs on values that mean nothing: any index of the right shape will do.
             return np.clip(indices, 0, self.input_dim - 1)
         if indices.size:
             low, high = indices.min(), indices.max()
