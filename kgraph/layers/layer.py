@@ -58,6 +58,9 @@ class Layer(Operation):
         build_params = [p for p in inspect.signature(cls.build).parameters.values()
                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         cls._build_arity = len(build_params) - 1
+        # As Keras: a `build(self)` taking no shape is called with none.
+        cls._build_takes_shape = cls._build_arity > 0 or any(
+            p.kind is p.VAR_POSITIONAL for p in inspect.signature(cls.build).parameters.values())
         cls._call_accepts_mask = "mask" in params
         cls._call_mask_arguments = tuple(name[:-5] for name in params if name.endswith("_mask") and
                                          name[:-5] in params)
@@ -101,6 +104,7 @@ class Layer(Operation):
         self._batch_input_shape = tuple(batch_input_shape) if batch_input_shape is not None else None
 
     _lists_activity_regularizer = False  # True where Keras's get_config always writes the key
+    _scan_containers = True  # False where the layers are a graph's (Functional, Sequential): its order stands
 
     # ----- tracking -------------------------------------------------------
     def __setattr__(self, name, value):
@@ -113,19 +117,41 @@ class Layer(Operation):
             for item in (value if isinstance(value, (list, tuple)) else [value]):
                 if isinstance(item, Layer) and item is not self and not any(item is l for l in self._layers):
                     self._layers.append(item)
+        if name[0] != "_" and type(value) in (list, dict) and "_layers" in self.__dict__:
+            # Keras tracks layers put into a list or dict attribute later too (its TrackedList/TrackedDict).
+            containers = self.__dict__.setdefault("_container_attrs", [])
+            if name not in containers:
+                containers.append(name)
         object.__setattr__(self, name, value)
+
+    def _sublayers(self):
+        """The layers this one tracks: those set as attributes or put into a list, tuple or dict attribute (also
+        after it was set, as Keras's tracked containers)."""
+        if not self._scan_containers or not self.__dict__.get("_container_attrs"):
+            return self._layers
+        # In the order of the attributes (as Keras tracks them, a list or dict filled just after it is set), then
+        # any layer tracked otherwise.
+        found = []
+        for name, value in self.__dict__.items():
+            if name[0] == "_" or not isinstance(value, (Layer, list, tuple, dict)):
+                continue
+            for item in _layers_in(value):
+                if item is not self and not any(item is known for known in found):
+                    found.append(item)
+        found.extend(layer for layer in self._layers if not any(layer is known for known in found))
+        return found
 
     def _flatten_layers(self, include_self=True):
         """Every layer under this one, depth first, each once."""
         out, seen = [], set()
-        stack = [self] if include_self else list(reversed(self._layers))
+        stack = [self] if include_self else list(reversed(self._sublayers()))
         while stack:
             layer = stack.pop()
             if id(layer) in seen:
                 continue
             seen.add(id(layer))
             out.append(layer)
-            stack.extend(reversed(layer._layers))
+            stack.extend(reversed(layer._sublayers()))
         return out
 
     @property
@@ -309,8 +335,10 @@ class Layer(Operation):
         if self._build_arity >= 2 and len(shapes) >= 2:
             self._build_extra_shapes = shapes[1: self._build_arity]
             self.build(*shapes[: self._build_arity])
-        else:
+        elif self._build_takes_shape:
             self.build(shapes[0])
+        else:
+            self.build()
         self.built = True
 
     def call(self, inputs, *args, **kwargs):
@@ -496,7 +524,10 @@ class Layer(Operation):
     def build_from_config(self, config):
         """Build from ``get_build_config`` output (every positional shape ``build`` took)."""
         if config and not self.built:
-            self.build(config["input_shape"], *config.get("extra_shapes", []))
+            if self._build_takes_shape:
+                self.build(config["input_shape"], *config.get("extra_shapes", []))
+            else:
+                self.build()
             self._build_input_shape = config["input_shape"]
             self.built = True
 
@@ -548,3 +579,15 @@ def _assign_own(layer, variables, store, exact=True):
 
 def _both_floating(a, b):
     return np.issubdtype(np.dtype(a), np.floating) and np.issubdtype(np.dtype(b), np.floating)
+
+
+def _layers_in(value, depth=0):
+    """The Layers inside a list, tuple or dict (nested ones too), in order; not those inside a Layer."""
+    if isinstance(value, Layer):
+        yield value
+    elif depth < 8 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _layers_in(item, depth + 1)
+    elif depth < 8 and isinstance(value, dict):
+        for item in value.values():
+            yield from _layers_in(item, depth + 1)

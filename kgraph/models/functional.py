@@ -33,6 +33,8 @@ class Functional(Model):
     its last consumer has run.
     """
 
+    _scan_containers = False
+
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         Model.__init__(self, name=name, trainable=trainable, **kwargs)
         _check_keras_tensors("inputs", inputs)

@@ -33,7 +33,7 @@ class Model(Trainer, Layer):
 
     @property
     def layers(self):
-        return list(self._layers)
+        return list(self._sublayers())
 
     @classmethod
     def from_config(cls, config, custom_objects=None):

@@ -15,6 +15,8 @@ class Sequential(Model):
     exactly one inbound node. The graph map is made lazily when first needed.
     """
 
+    _scan_containers = False
+
     def __init__(self, layers=None, trainable=True, name=None):
         Model.__init__(self, trainable=trainable, name=name)
         self._stack = []
