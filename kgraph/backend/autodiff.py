@@ -157,6 +157,8 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
     def op(*args, **kwargs):
         if kwargs and not input_names.isdisjoint(kwargs):
             args, kwargs = bind_inputs(args, kwargs)
+        if args and type(args[0]) is float and not list_input:
+            args = _python_floats_as_floatx(args, num_inputs)
         if _active_tapes:
             tapes = _tapes_of_this_thread()
             if tapes:
@@ -209,6 +211,16 @@ def _symbolic(spec, args, kwargs):
     """A call with KerasTensor inputs: a node of the op's Operation in the graph being built."""
     from kgraph.ops.operations import symbolic_call
     return symbolic_call(spec.name, spec.public, args, kwargs)
+
+
+def _python_floats_as_floatx(args, num_inputs):
+    """Inputs that are all Python numbers: the floats become floatx arrays, as Keras converts them to tensors
+    (``ops.log(0.5)`` is float32, not NumPy's float64). A Python float beside an array stays weakly typed."""
+    inputs = args[:num_inputs]
+    if not all(type(a) in (float, int) for a in inputs):
+        return args
+    from kgraph.backend.settings import floatx
+    return tuple(np.asarray(a, floatx()) if type(a) is float else a for a in inputs) + args[num_inputs:]
 
 
 def _symbolic_config(rest, kwargs):
@@ -434,13 +446,9 @@ class GradientTape:
                 "A non-persistent GradientTape can only compute gradients once. "
                 "Use GradientTape(persistent=True) to call gradient() several times."
             )
-        if isinstance(sources, dict):
-            keys = list(sources)
-            flat_sources = [sources[k] for k in keys]
-        elif isinstance(sources, (list, tuple)):
-            flat_sources = list(sources)
-        else:
-            flat_sources = [sources]
+        from kgraph import tree
+        # Any nesting of lists, tuples and dicts, as tf.GradientTape takes (a list of each model's variables).
+        flat_sources = tree.flatten(sources) if isinstance(sources, (list, tuple, dict)) else [sources]
         source_arrays = [self._source_array(s) for s in flat_sources]
 
         several = isinstance(target, (list, tuple))
@@ -488,12 +496,8 @@ class GradientTape:
             if g is None and mode == "zero":
                 g = np.zeros_like(s)
             grads.append(g)
-        if isinstance(sources, dict):
-            return dict(zip(keys, grads))
-        if isinstance(sources, tuple):
-            return tuple(grads)
-        if isinstance(sources, list):
-            return grads
+        if isinstance(sources, (list, tuple, dict)):
+            return tree.pack_sequence_as(sources, grads)
         return grads[0]
 
     def _backward(self, targets, seeds, source_arrays, step=None):

@@ -7,7 +7,9 @@ import string
 import numpy as np
 
 from kgraph import backend
-from kgraph.backend.autodiff import _value, primitive
+from kgraph.backend.autodiff import _value, is_recording, primitive
+from kgraph.backend.tape_array import TapeArray
+from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.ops.operations import op
 
@@ -454,6 +456,9 @@ def convert_to_tensor(x, dtype=None):
     """
     if isinstance(x, KerasTensor):
         return x if dtype is None or backend.standardize_dtype(dtype) == x.dtype else cast(x, dtype)
+    if isinstance(x, (TapeArray, Variable)) and is_recording():
+        # Recorded, as Keras's conversion keeps a tensor on the tape: gradients flow through it.
+        return cast(x, backend.standardize_dtype(dtype) if dtype is not None else np.dtype(x.dtype).name)
     v = _value(x)
     if dtype is not None:
         return np.asarray(v, dtype=backend.standardize_dtype(dtype))

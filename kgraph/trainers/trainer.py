@@ -327,11 +327,13 @@ class Trainer:
             val = self._iterator(validation_data, None, None, validation_batch_size, False, validation_steps,
                                  "validation_data", "validation_steps", "validation_batch_size")
         elif validation_data is not None:
-            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
-                raise ValueError("`validation_data` should be a tuple `(x_val, y_val)` or "
-                                 f"`(x_val, y_val, val_sample_weight)`. Received: {type(validation_data)}")
-            parts = self._array_parts(*validation_data) if len(validation_data) == 3 else \
-                self._array_parts(validation_data[0], validation_data[1], None)
+            # As Keras's unpack_x_y_sample_weight: a tuple (or list) of 1 to 3 parts, anything else is x alone.
+            given = tuple(validation_data) if isinstance(validation_data, list) else validation_data
+            given = given if isinstance(given, tuple) else (given,)
+            if len(given) not in (1, 2, 3):
+                raise ValueError("`validation_data` should be `x_val`, `(x_val, y_val)` or "
+                                 f"`(x_val, y_val, val_sample_weight)`. Received a tuple of {len(given)} parts")
+            parts = self._array_parts(*(given + (None, None))[:3])
             val = EpochIterator(ArrayAdapter(parts, val_batch_size, False), validation_steps, "validation_data",
                                 "validation_steps")
         elif validation_split and is_batch_source(x):
