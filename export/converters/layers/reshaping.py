@@ -84,12 +84,16 @@ def _axis_layout(ctx):
 
 
 def _upsampling(ctx):
-    """Resize (nearest, floor of ``i / size``: exact repetition) with the scales on the physical axes."""
+    """Resize (nearest, floor of ``i / size``: exact repetition; or bilinear) with the scales on the physical axes."""
     layout, perm = _axis_layout(ctx)
     logical = [1.0] + [float(s) for s in ctx.layer.size] + [1.0]
     scales = ctx.const(np.array([logical[a] for a in perm], dtype=np.float32), name="scales")
-    y = ctx.op("Resize", [ctx.input(0, layout), "", scales], mode="nearest",
-               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    if getattr(ctx.layer, "interpolation", "nearest") == "bilinear":  # Keras's image.resize: half-pixel centres
+        y = ctx.op("Resize", [ctx.input(0, layout), "", scales], mode="linear",
+                   coordinate_transformation_mode="half_pixel")
+    else:
+        y = ctx.op("Resize", [ctx.input(0, layout), "", scales], mode="nearest",
+                   coordinate_transformation_mode="asymmetric", nearest_mode="floor")
     return Value(y, layout)
 
 

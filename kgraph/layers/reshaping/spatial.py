@@ -81,19 +81,23 @@ class UpSampling1D(_Spatial):
 
 
 class UpSampling2D(_Spatial):
-    """Repeats rows and columns ``size`` times (nearest-neighbour upsampling)."""
+    """Repeats rows and columns ``size`` times (nearest-neighbour upsampling), or resizes the images to ``size``
+    times their size with bilinear interpolation (``interpolation="bilinear"``, Keras's ``image.resize``)."""
 
     rank = 2
 
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         super().__init__(data_format=data_format, **kwargs)
         self.size = normalize_tuple(size, 2, "size")
-        if interpolation != "nearest":
-            raise ValueError(f"Layer '{self.name}' supports interpolation='nearest' only. "
-                             f"Received: interpolation={interpolation!r}")
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"Layer '{self.name}' supports interpolation='nearest' or 'bilinear' (kgraph's image "
+                             f"resize has no {interpolation!r}). Received: interpolation={interpolation!r}")
         self.interpolation = interpolation
 
     def call(self, inputs):
+        if self.interpolation == "bilinear":
+            height, width = ops.shape(inputs)[1:3]
+            return ops.image.resize(inputs, (height * self.size[0], width * self.size[1]), interpolation="bilinear")
         rows = ops.repeat(inputs, self.size[0], axis=1)
         return ops.repeat(rows, self.size[1], axis=2)
 
