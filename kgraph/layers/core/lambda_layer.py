@@ -116,6 +116,12 @@ class Lambda(Layer):
             raise ValueError(f"Cannot save Lambda layer '{self.name}': its `{argument}` {fn!r} has no name to "
                              "restore it by (a Python lambda), and kgraph files hold no code. Define it with `def` "
                              "and pass it in `custom_objects` when loading.")
+        registered = _registered_name(fn)
+        if registered is not None:
+            # Registered with register_keras_serializable: restored by that name from this process's registry (as
+            # Keras does, in safe mode too); the file still holds no code.
+            return {"module": "builtins", "class_name": "function", "config": registered,
+                    "registered_name": "function"}
         if in_safe_mode():
             raise ValueError(
                 f"Saving the config of Lambda layer '{self.name}' needs its `{argument}` ('{name}'), a Python "
@@ -158,9 +164,23 @@ def _find_function(layer_name, argument, value, custom_objects):
                          "with a named function and pass that function in `custom_objects`.")
     fn_name = value.get("config")
     found = custom_objects.get(fn_name)
+    if not callable(found) and isinstance(fn_name, str) and ">" in fn_name:
+        # Keras's form of a registered function ("package>name"): this process's registry, or custom_objects.
+        from kgraph.saving.registration import get_registered_object
+        found = get_registered_object(fn_name, custom_objects)
+        found = found if callable(found) else custom_objects.get(fn_name.split(">", 1)[1])
     if not callable(found):
         module = f" (defined in module '{value['module']}')" if value.get("module") else ""
         raise ValueError(f"Cannot load Lambda layer '{layer_name}': its `{argument}` is the Python function "
                          f"'{fn_name}'{module}, and kgraph never loads code from a model file. Pass the function "
                          f"when loading: `custom_objects={{'{fn_name}': {fn_name}}}`.")
     return found
+
+
+def _registered_name(fn):
+    """The ``package>name`` ``fn`` was registered under with ``register_keras_serializable``, or None."""
+    from kgraph.saving.registration import _NAMES
+    try:
+        return _NAMES.get(fn)
+    except TypeError:
+        return None
