@@ -118,8 +118,14 @@ def serialize(regularizer):
     """Return ``{"class_name": ..., "config": ...}`` for a regularizer."""
     if not isinstance(regularizer, Regularizer):
         raise ValueError(f"Expected a Regularizer instance, received {regularizer!r}.")
-    return {"module": "kgraph.regularizers", "class_name": type(regularizer).__name__,
-            "config": regularizer.get_config()}
+    cls = type(regularizer)
+    if _CLASSES.get(cls.__name__) is cls:
+        return {"module": "kgraph.regularizers", "class_name": cls.__name__, "config": regularizer.get_config()}
+    # A user's class: its module and registered name, as Keras writes them, so that loading finds that class
+    # (among custom objects or registered ones) rather than a built-in of the same name.
+    from kgraph.saving.registration import get_registered_name
+    return {"module": cls.__module__, "class_name": cls.__name__, "config": regularizer.get_config(),
+            "registered_name": get_registered_name(cls)}
 
 
 def deserialize(config, custom_objects=None):
@@ -134,7 +140,18 @@ def deserialize(config, custom_objects=None):
         raise ValueError(
             f"Expected a regularizer name or a dict with 'class_name' and 'config', received {config!r}."
         )
-    cls = custom_objects.get(config["class_name"]) or _CLASSES.get(config["class_name"])
+    cls = custom_objects.get(config["class_name"])
+    module = config.get("module")
+    builtin = isinstance(module, str) and module.startswith(("keras.", "kgraph.")) and config.get("registered_name") is None
+    if cls is None and not builtin:
+        # A user's class: given in custom_objects, in an open custom_object_scope or registered.
+        from kgraph.saving.registration import get_registered_object
+        for key in (config.get("registered_name"), config["class_name"]):
+            found = get_registered_object(key, custom_objects) if key else None
+            if isinstance(found, type) and issubclass(found, Regularizer):
+                cls = found
+                break
+    cls = cls or _CLASSES.get(config["class_name"])
     if cls is None or cls is Regularizer:
         raise ValueError(f"Unknown regularizer {config['class_name']!r}. Expected one of {sorted(_NAMES)}.")
     return cls.from_config(dict(config.get("config", {})))

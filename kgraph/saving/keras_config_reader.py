@@ -273,10 +273,8 @@ def initializer_config(class_name: str, config: Mapping[str, Any], path: str,
 
 
 def _regularizer(value, path):
-    try:
-        regularizers.deserialize({"class_name": value["class_name"], "config": value["config"]})
-    except (ValueError, TypeError):
-        raise _unknown("regularizer class", value, path) from None
+    if value["class_name"] not in regularizers._CLASSES:
+        raise _unknown("regularizer class", value, path)
     return {"class_name": value["class_name"], "config": value["config"]}
 
 

@@ -204,7 +204,10 @@ def _custom_classes(model, name):
             if sub not in seen:
                 seen.append(sub)
                 stack.append(sub)
-    return any(type(obj).__module__ == name for obj in seen)
+    # The layers, and the objects they hold: regularizers, initializers, constraints of the program's own classes.
+    held = [v for obj in seen for v in vars(obj).values()
+            if type(v).__module__ == name and not callable(getattr(v, "call", None))]
+    return any(type(obj).__module__ == name for obj in seen + held)
 
 
 def run_program(name: str, backend: str, workdir: Path, ref: bool = False) -> dict:
