@@ -207,7 +207,9 @@ def _custom_classes(model, name):
     # The layers, and the objects they hold: regularizers, initializers, constraints of the program's own classes.
     held = [v for obj in seen for v in vars(obj).values()
             if type(v).__module__ == name and not callable(getattr(v, "call", None))]
-    return any(type(obj).__module__ == name for obj in seen + held)
+    functions = [getattr(obj, "function", None) for obj in seen]  # a Lambda's function (a registered one)
+    return any(type(obj).__module__ == name for obj in seen + held) or \
+        any(getattr(f, "__module__", None) == name for f in functions)
 
 
 def run_program(name: str, backend: str, workdir: Path, ref: bool = False) -> dict:

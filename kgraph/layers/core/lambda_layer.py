@@ -169,6 +169,11 @@ def _find_function(layer_name, argument, value, custom_objects):
         from kgraph.saving.registration import get_registered_object
         found = get_registered_object(fn_name, custom_objects)
         found = found if callable(found) else custom_objects.get(fn_name.split(">", 1)[1])
+    if not callable(found) and isinstance(fn_name, str) and ">" in fn_name:
+        raise ValueError(f"Cannot load Lambda layer '{layer_name}': its `{argument}` is the function registered as "
+                         f"'{fn_name}' (register_keras_serializable), which is not registered in this process. "
+                         "Import the module that defines and registers it (`python -m export ... --import MODULE`), "
+                         f"or pass it as `custom_objects={{'{fn_name.split('>', 1)[1]}': <the function>}}`.")
     if not callable(found):
         module = f" (defined in module '{value['module']}')" if value.get("module") else ""
         raise ValueError(f"Cannot load Lambda layer '{layer_name}': its `{argument}` is the Python function "
