@@ -50,7 +50,7 @@ def version() -> str:
 
 __all__ = ["DTypePolicy", "FloatDTypePolicy", "GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor",
            "Layer", "Loss", "Metric", "Model", "Operation", "Optimizer", "Regularizer", "Sequential", "Variable",
-           "__version__", "activations", "backend", "callbacks", "config", "constraints", "datasets",
+           "__version__", "activations", "applications", "backend", "callbacks", "config", "constraints", "datasets",
            "dtype_policies", "initializers", "layers", "load_model", "losses", "metrics", "mixed_precision", "models",
            "ops", "optimizers", "preprocessing", "random", "regularizers", "saving", "tree", "utils", "value_and_grad",
            "version"]
@@ -62,8 +62,8 @@ def __dir__():
 
 
 def __getattr__(name):
-    # keras.datasets is imported on first use, so `import kgraph` does not pay for it.
-    if name == "datasets":
+    # keras.datasets and keras.applications are imported on first use, so `import kgraph` does not pay for them.
+    if name in ("datasets", "applications"):
         import importlib
-        return importlib.import_module("kgraph.datasets")
+        return importlib.import_module(f"kgraph.{name}")
     raise AttributeError(f"module 'kgraph' has no attribute {name!r}")

@@ -173,15 +173,15 @@ def _arange_rule(name, start, stop=None, step=1, dtype=None):
 
 
 def _broadcast_rule(op_name, name, x1, x2, *args, **kwargs):
-    """An elementwise binary op's output spec where an unknown size meets a known one: Keras's
-    ``broadcast_shapes`` (the unknown size is taken to broadcast to the known one), which a run on placeholders
-    cannot give (its placeholder size would not broadcast); otherwise the run decides."""
+    """An elementwise binary op's output spec where a size is unknown: Keras's ``broadcast_shapes`` (an unknown
+    size meeting a known one is taken to broadcast to it, which a run on placeholders could not give), without
+    running the op on placeholder arrays (for images of unknown size they would be large)."""
     from kgraph.graph.keras_tensor import KerasTensor
     shapes = [tuple(np.shape(v)) if not isinstance(v, KerasTensor) else tuple(v.shape) for v in (x1, x2)]
     rank = max(len(s) for s in shapes)
     a, b = ((1,) * (rank - len(s)) + s for s in shapes)
-    if not any((p is None and q not in (None, 1)) or (q is None and p not in (None, 1)) for p, q in zip(a, b)):
-        return None
+    if None not in a and None not in b:
+        return None  # every size known: the run on placeholders checks the call as it computes it
     out = []
     for p, q in zip(a, b):
         if p == 1 or p is None:

@@ -67,6 +67,10 @@ def save_weights(model: Model, filepath: os.PathLike[str] | str, overwrite: bool
 def load_weights(model: Model, filepath: os.PathLike[str] | str) -> None:
     """Load weights saved by ``save_weights`` (a Keras or kgraph ``.weights.h5``, or a ``.pkl``) into ``model``."""
     path = os.fspath(filepath)
+    if not path.endswith(keras_weights_h5.SUFFIX) and keras_weights_h5.is_hdf5(path):
+        from kgraph.saving import legacy_h5_weights
+        if legacy_h5_weights.is_legacy_h5(path):  # Keras 2's .h5 (the applications' ImageNet weight files)
+            return legacy_h5_weights.load_legacy_weights(model, path)
     if path.endswith(keras_weights_h5.SUFFIX) or keras_weights_h5.is_hdf5(path):
         return keras_weights_h5.load_weights_h5(model, path)
     if path.endswith(".keras"):
