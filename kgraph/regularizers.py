@@ -151,6 +151,9 @@ def deserialize(config, custom_objects=None):
             if isinstance(found, type) and issubclass(found, Regularizer):
                 cls = found
                 break
+    if cls is None and not builtin:
+        from kgraph.saving.serialization_lib import imported_class
+        cls = imported_class(config["class_name"], module or "")
     cls = cls or _CLASSES.get(config["class_name"])
     if cls is None or cls is Regularizer:
         raise ValueError(f"Unknown regularizer {config['class_name']!r}. Expected one of {sorted(_NAMES)}.")

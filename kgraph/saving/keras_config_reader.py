@@ -68,7 +68,10 @@ def _layer(data, custom_objects, path):
         return dict(_model_from_keras(data, custom_objects, path), class_name=key)
     if cls is not None:
         config = _value(data["config"], custom_objects, path)
-        return _with_build_config({"class_name": _custom_key(data, cls, custom_objects), "config": config}, data)
+        out = {"class_name": _custom_key(data, cls, custom_objects), "config": config}
+        if data.get("module") and custom_objects.get(out["class_name"]) is not cls:
+            out["module"] = data["module"]  # found among the imported classes: deserialize looks there again
+        return _with_build_config(out, data)
     if _module(data).startswith(("keras.src.ops.", "keras.ops")):
         if get_op_class(class_name) is None:
             raise _unknown("operation class", data, path)

@@ -215,9 +215,27 @@ def custom_class(config: Mapping[str, Any], objects: Mapping[str, Any]) -> Any:
     for key in (config.get("registered_name"), config["class_name"]):
         if isinstance(key, str) and key in objects:
             return objects[key]
-    if (config.get("module") or "").startswith(("keras", "kgraph")):
+    module = config.get("module") or ""
+    if module.startswith(("keras", "kgraph")):
         return None
-    return get_registered_object(config["class_name"])
+    return get_registered_object(config["class_name"]) or imported_class(config["class_name"], module)
+
+
+def imported_class(class_name: str, module: str) -> Any:
+    """A user's regularizer, constraint or initializer class named ``class_name`` defined in ``module``, among the
+    classes already defined in this process (a module the user imported, ``export --import`` too), else None.
+    Only subclasses of kgraph's base classes are looked at: a file never names code that runs."""
+    if not module:
+        return None
+    from kgraph import constraints, initializers, regularizers
+    for base in (regularizers.Regularizer, constraints.Constraint, initializers.Initializer):
+        stack = list(base.__subclasses__())
+        while stack:
+            cls = stack.pop()
+            if cls.__name__ == class_name and cls.__module__ == module:
+                return cls
+            stack.extend(cls.__subclasses__())
+    return None
 
 
 def _from_custom_class(cls, config, objects):

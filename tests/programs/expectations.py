@@ -26,11 +26,6 @@ COMPILE_METRICS_CONTAINER = ("kgraph's model.metrics lists the compiled metrics 
                              "a custom train_step updates with update_state(y, y_pred) (the MAE example's loop over "
                              "self.metrics), so kgraph's first step never creates 'mae' and evaluate() returns the "
                              "loss alone: TypeError: cannot unpack non-iterable float object")
-USER_REGULARIZER_BY_IMPORT = ("`python -m export --import` finds a program's own layer classes by name, not its own "
-                              "regularizer classes: PointNet's OrthogonalRegularizer (named like the built-in, "
-                              "neither registered nor given in custom_objects) is \"Unknown layer class "
-                              "'OrthogonalRegularizer' (module 'p_pointnet')\" when the exporter loads the file")
-
 # Not a gap of kgraph: a deliberate difference. Keras 3.15's MultiHeadAttention.call replaces the `query_mask`
 # argument with the query tensor's own mask (`backend.get_keras_mask(query)`), so the translation example's decoder,
 # which passes `query_mask=inputs_padding_mask` for a query that carries no mask, attends from padded positions in
@@ -56,7 +51,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_masked_autoencoder", "runs"): COMPILE_METRICS_CONTAINER,
     ("p_masked_autoencoder", "matches"): _blocked(COMPILE_METRICS_CONTAINER),
     ("p_masked_autoencoder", "exports"): _blocked(COMPILE_METRICS_CONTAINER),
-    ("p_pointnet", "exports"): USER_REGULARIZER_BY_IMPORT,
     ("p_dcgan", "runs"): TORCH_TRAIN_STEP,
     ("p_dcgan", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_dcgan", "exports"): _blocked(TORCH_TRAIN_STEP),
