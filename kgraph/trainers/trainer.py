@@ -234,7 +234,9 @@ class Trainer:
         # So that `self.metrics` already lists every compiled metric to a custom `train_step`.
         loss_unbuilt = self._compile_loss is not None and not self._compile_loss.built
         x, y, _ = unpack_x_y_sample_weight(data)
-        metrics_unbuilt = self._compile_metrics is not None and not self._compile_metrics.built and y is not None
+        # Without targets (a custom step that makes its own), the metrics are matched to the outputs' structure,
+        # so that a custom step updating every metric of `self.metrics` finds the compiled ones, as in Keras.
+        metrics_unbuilt = self._compile_metrics is not None and not self._compile_metrics.built
         if not (loss_unbuilt or metrics_unbuilt):
             return
         y_pred = self._graph_outputs()
@@ -243,7 +245,7 @@ class Trainer:
         if loss_unbuilt:
             self._compile_loss.build(y, y_pred)
         if metrics_unbuilt:
-            self._compile_metrics.build(y, y_pred)
+            self._compile_metrics.build(y_pred if y is None else y, y_pred)
 
     def _empty_outputs(self, x, step=None):
         """The outputs for 0 rows: one row of zeros run through the model, then cut to 0 rows."""

@@ -21,11 +21,6 @@ EXPLICIT_TRAINING_FLAG = ("kgraph keeps an explicit training=False of a nested m
                           "transfer-learning guide says; Keras 3.15 overrides it with the outer flag, so its "
                           "BatchNormalization statistics move (values[bn_statistics_kept]: Keras False, kgraph True)")
 
-COMPILE_METRICS_CONTAINER = ("kgraph's model.metrics lists the compiled metrics themselves, once built by a "
-                             "first batch; Keras 3 lists one 'compile_metrics' container from compile() on, which "
-                             "a custom train_step updates with update_state(y, y_pred) (the MAE example's loop over "
-                             "self.metrics), so kgraph's first step never creates 'mae' and evaluate() returns the "
-                             "loss alone: TypeError: cannot unpack non-iterable float object")
 # Not a gap of kgraph: a deliberate difference. Keras 3.15's MultiHeadAttention.call replaces the `query_mask`
 # argument with the query tensor's own mask (`backend.get_keras_mask(query)`), so the translation example's decoder,
 # which passes `query_mask=inputs_padding_mask` for a query that carries no mask, attends from padded positions in
@@ -48,9 +43,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_custom_fit_train_step", "exports"): _blocked(TORCH_TRAIN_STEP),
     ("p_transfer_learning", "matches"): EXPLICIT_TRAINING_FLAG,
     ("p_translation_transformer", "matches"): QUERY_MASK_ARGUMENT,
-    ("p_masked_autoencoder", "runs"): COMPILE_METRICS_CONTAINER,
-    ("p_masked_autoencoder", "matches"): _blocked(COMPILE_METRICS_CONTAINER),
-    ("p_masked_autoencoder", "exports"): _blocked(COMPILE_METRICS_CONTAINER),
     ("p_dcgan", "runs"): TORCH_TRAIN_STEP,
     ("p_dcgan", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_dcgan", "exports"): _blocked(TORCH_TRAIN_STEP),

@@ -49,3 +49,32 @@ def test_validation_data_may_be_the_inputs_alone():
     x = np.ones((4, 2), "float32")
     for validation in (x, (x,)):
         assert sorted(model.fit(x, x, validation_data=validation, verbose=0).history) == ["l", "loss", "val_l"]
+
+
+def test_a_step_without_targets_finds_the_compiled_metrics_in_self_metrics():
+    class Autoencoder(kgraph.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(2)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, images):
+            with kgraph.GradientTape() as tape:
+                y_pred = self(images, training=True)
+                loss = self.compute_loss(y=images, y_pred=y_pred)
+            grads = tape.gradient(loss, self.trainable_weights)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(images, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+
+    model = Autoencoder()
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    x = np.linspace(0, 1, 8).reshape(4, 2).astype("float32")
+    assert sorted(model.fit(x, verbose=0).history) == ["loss", "mae"]
+    assert [m.name for m in model.metrics] == ["loss", "mae"]
