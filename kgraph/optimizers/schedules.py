@@ -162,30 +162,20 @@ class PolynomialDecay(LearningRateSchedule):
                 "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(ExponentialDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``.
 
-    staircase: use the integer part of ``step / decay_steps``.
+    staircase: use the integer part of ``step / decay_steps``. The arguments and config are ExponentialDecay's.
     """
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name="InverseTimeDecay"):
-        if decay_steps <= 0:
-            raise ValueError(f"Argument `decay_steps` must be > 0. Received: decay_steps={decay_steps}")
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
+        super().__init__(initial_learning_rate, decay_steps, decay_rate, staircase=staircase, name=name)
 
     def __call__(self, step):
         progress = float(step) / self.decay_steps
         if self.staircase:
             progress = math.floor(progress)
         return float(self.initial_learning_rate) / (1.0 + float(self.decay_rate) * progress)
-
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
 
 
 class CosineDecayRestarts(LearningRateSchedule):
