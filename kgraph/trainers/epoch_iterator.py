@@ -159,8 +159,9 @@ class EpochIterator:
     Without ``steps`` an epoch is one whole pass (a generator's pass ends when it
     does, so a second epoch finds it used up: a clear error). With ``steps``
     each epoch takes that many batches, continuing where the last one stopped;
-    arrays and PyDatasets start a new pass when one ends, a generator that ends
-    early interrupts training with a warning.
+    as in Keras, a pass of arrays or a PyDataset that ends before the epoch's
+    steps ends that epoch early (with Keras's warning) and the next epoch
+    starts a new pass, and a generator that ends early interrupts training.
     """
 
     def __init__(self, adapter: ArrayAdapter | PyDatasetAdapter | GeneratorAdapter | IterableAdapter,
@@ -206,13 +207,17 @@ class EpochIterator:
                 self._pass = None
                 self.adapter.end_pass()
                 self._used_up = isinstance(self.adapter, GeneratorAdapter)
-                if self.steps is None or fresh:
+                if self.steps is None or fresh or not self._used_up:
                     break
                 continue
             fresh = False
             step += 1
             yield batch
-        if self.steps is not None and step < self.steps:
+        if self.steps is not None and step < self.steps and not self._used_up:
+            warnings.warn(f"Your input ran out of data: `{self.what}` gave {step} of `{self.steps_name}="
+                          f"{self.steps}` batches, so this epoch ends here; the next epoch starts a new pass over "
+                          "the data (as Keras does).", stacklevel=2)
+        elif self.steps is not None and step < self.steps:
             self.ran_out = True
             warnings.warn(f"`{self.what}` ran out of data after {step} of `{self.steps_name}={self.steps}` batches. "
                           f"A generator must yield at least `{self.steps_name}` batches per epoch for every "

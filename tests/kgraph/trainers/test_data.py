@@ -143,14 +143,15 @@ def test_generator_without_steps_runs_one_pass_then_needs_steps_per_epoch(digits
     assert endless.asked == [0, 1, 2, 3, 4, 5]
 
 
-def test_steps_per_epoch_continues_through_passes_and_a_short_generator_stops_training(digits):
+def test_steps_per_epoch_continues_across_epochs_a_pass_end_ends_one_and_a_short_generator_stops(digits):
     x, y = digits
     dataset = Digits(x[:640], y[:640])
     model = _model()
     history = model.fit(dataset, steps_per_epoch=4, epochs=3, shuffle=False, verbose=0)
-    assert dataset.asked == list(range(10)) + [0, 1] and dataset.passes == 1 and history.epoch == [0, 1, 2]
+    # As Keras: 4 + 4 + 2 batches, the pass ending the third epoch early (the next would start a new one).
+    assert dataset.asked == list(range(10)) and dataset.passes == 1 and history.epoch == [0, 1, 2]
     history = model.fit(_looping(x, y), steps_per_epoch=2, initial_epoch=3, epochs=5, verbose=0)
-    assert history.epoch == [3, 4] and model.optimizer.iterations == 12 + 4
+    assert history.epoch == [3, 4] and model.optimizer.iterations == 10 + 4
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         history = model.fit(_batches(x, y, stop=640), steps_per_epoch=4, epochs=5, verbose=0)
@@ -342,3 +343,23 @@ def test_fit_takes_a_torch_dataloader():
     history = model.fit(loader, epochs=2, verbose=0)
     assert len(history.history["loss"]) == 2 and int(np.asarray(model.optimizer.iterations)) == 6
     assert model.predict(loader, verbose=0).shape == (24, 1)
+
+
+def test_a_pass_that_ends_mid_epoch_ends_that_epoch_as_in_keras():
+    model = kgraph.Sequential([kgraph.Input((2,)), kgraph.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    counts = []
+
+    class Count(kgraph.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            counts.append(0)
+
+        def on_train_batch_end(self, batch, logs=None):
+            counts[-1] += 1
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(np.ones((10, 2)), np.ones((10, 1)), batch_size=1, epochs=4, steps_per_epoch=4, verbose=0,
+                  callbacks=[Count()])
+    assert counts == [4, 4, 2, 4]  # Keras 3.15's counts for the same call
+    assert any("ran out of data" in str(w.message) for w in caught)
