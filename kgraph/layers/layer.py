@@ -108,6 +108,11 @@ class Layer(Operation):
 
     # ----- tracking -------------------------------------------------------
     def __setattr__(self, name, value):
+        if value is None and name in ("activation", "recurrent_activation") and "_layers" in self.__dict__:
+            # `layer.activation = None` after construction (keras-io's Grad-CAM drops a softmax so): no activation,
+            # as Keras's layers skip a None one.
+            from kgraph import activations
+            value = activations.linear
         if isinstance(value, Variable) and "_trainable_variables" in self.__dict__:
             # As Keras's tracker: a Variable set as an attribute becomes one of the layer's own weights.
             own = self._trainable_variables if value.trainable else self._non_trainable_variables
