@@ -77,6 +77,21 @@ class TapeArray(_ndarray):
         result = func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
         return _no_gradient(f"`numpy.{name}`", result)
 
+    # `x += y` while a tape records rebinds `x` to a new recorded array, as a tensor's `+=` does (NumPy would write
+    # into `x`, overwriting a value the gradient may need); otherwise it writes in place as an ndarray's.
+    def _inplace(self, other, ufunc):
+        if _recording():
+            result = ufunc(self, other)
+            return result if isinstance(result, TapeArray) else np.asarray(result).view(TapeArray)
+        ufunc(self.view(_ndarray), _plain(other), out=self.view(_ndarray))
+        return self
+
+    def __iadd__(self, other): return self._inplace(other, np.add)
+    def __isub__(self, other): return self._inplace(other, np.subtract)
+    def __imul__(self, other): return self._inplace(other, np.multiply)
+    def __itruediv__(self, other): return self._inplace(other, np.true_divide)
+    def __ipow__(self, other): return self._inplace(other, np.power)
+
     # ndarray methods that do not go through NumPy's dispatch.
     def __getitem__(self, key):
         if _recording():

@@ -2,28 +2,35 @@
 import numpy as np
 
 from kgraph import backend
-from kgraph.backend.autodiff import _value
+from kgraph.backend.autodiff import _value, is_recording
+from kgraph.backend.tape_array import TapeArray
 from kgraph.ops.operations import op
 
 __all__ = ["arange", "eye", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like"]
 
 
+def _constant(array):
+    """While a tape records, a constant that `+=` and the like rebind (as a tensor's do) rather than overwrite:
+    ``loss = ops.zeros(()); loss += term`` (keras-io's style transfer, Deep Dream) keeps ``loss`` on the tape."""
+    return array.view(TapeArray) if is_recording() else array
+
+
 @op
 def zeros(shape, dtype=None):
     """Array of zeros (dtype defaults to floatx)."""
-    return np.zeros(shape, dtype=backend.standardize_dtype(dtype))
+    return _constant(np.zeros(shape, dtype=backend.standardize_dtype(dtype)))
 
 
 @op
 def ones(shape, dtype=None):
     """Array of ones (dtype defaults to floatx)."""
-    return np.ones(shape, dtype=backend.standardize_dtype(dtype))
+    return _constant(np.ones(shape, dtype=backend.standardize_dtype(dtype)))
 
 
 @op
 def full(shape, fill_value, dtype=None):
     """Array filled with ``fill_value`` (dtype defaults to floatx)."""
-    return np.full(shape, _value(fill_value), dtype=backend.standardize_dtype(dtype))
+    return _constant(np.full(shape, _value(fill_value), dtype=backend.standardize_dtype(dtype)))
 
 
 @op

@@ -221,12 +221,22 @@ def _matmul_rule(name, x1, x2):
     return KerasTensor(tuple(batch) + (a[-2], b[-1]), dtype=dtype.name, name=name)
 
 
+def _broadcast_to_rule(name, x, shape):
+    """broadcast_to's output spec where a size is read when the graph runs (a traced ``ops.shape``): unknown."""
+    from kgraph.graph.keras_tensor import KerasTensor
+    if isinstance(shape, KerasTensor) or not _has_tensor(shape):
+        return None
+    return KerasTensor(tuple(None if isinstance(d, KerasTensor) else int(d) for d in shape),
+                       dtype=str(getattr(x, "dtype", "float32")), name=name)
+
+
 def _per_axis(value, rank):
     return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else (int(value),) * rank
 
 
 _SHAPE_RULES = {"conv": _conv_rule, "reshape": _reshape_rule, "split_leading_axes": _split_leading_rule,
                 "shape_dim": _shape_dim_rule, "tile": _tile_rule, "arange": _arange_rule, "matmul": _matmul_rule,
+                "broadcast_to": _broadcast_to_rule,
                 **{name: functools.partial(_broadcast_rule, name) for name in (
                     "add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum", "power", "equal",
                     "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",

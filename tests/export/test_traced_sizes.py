@@ -73,3 +73,15 @@ def test_an_unknown_size_broadcasts_to_a_known_one_as_in_keras():
     assert (a + b).shape == (None, 3, 3)
     assert ops.multiply(b, a).shape == (None, 3, 3)
     assert ops.matmul(b, kgraph.Input(shape=(3, 2))).shape == (None, None, 2)
+
+
+class BroadcastToInput(layers.Layer):
+    def call(self, x):
+        return x + ops.broadcast_to(ops.ones((4, 3)), ops.shape(x))
+
+
+def test_broadcast_to_a_traced_shape_builds_and_exports():
+    inputs = kgraph.Input((4, 3))
+    model = kgraph.Model(inputs, BroadcastToInput()(inputs))
+    assert model.output_shape == (None, 4, 3)
+    assert_parity(model)

@@ -120,7 +120,13 @@ def convert_moveaxis(ctx: ConversionContext) -> ConverterResult:
 @op_converter("broadcast_to", opset=13)
 def convert_broadcast_to(ctx: ConversionContext) -> ConverterResult:
     """Expand to the constant ``shape``."""
-    return ctx.op("Expand", [_x(ctx), ctx.const(int64(ctx.arguments["shape"]), name="shape")])
+    shape = ctx.arguments["shape"]
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, KerasTensor) for d in shape):
+        # Sizes read when the graph runs (a traced ops.shape) joined into the shape vector.
+        parts = [ctx.op("Reshape", [operand(ctx, d, "int64"), ctx.const(int64([1]), name="one")])
+                 if isinstance(d, KerasTensor) else ctx.const(int64([d]), name="size") for d in shape]
+        return ctx.op("Expand", [_x(ctx), ctx.op("Concat", parts, axis=0)])
+    return ctx.op("Expand", [_x(ctx), ctx.const(int64(shape), name="shape")])
 
 
 @op_converter("flip", opset=13)

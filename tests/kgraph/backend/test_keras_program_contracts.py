@@ -78,3 +78,17 @@ def test_a_step_without_targets_finds_the_compiled_metrics_in_self_metrics():
     x = np.linspace(0, 1, 8).reshape(4, 2).astype("float32")
     assert sorted(model.fit(x, verbose=0).history) == ["loss", "mae"]
     assert [m.name for m in model.metrics] == ["loss", "mae"]
+
+
+def test_augmented_assignment_on_a_recorded_loss_rebinds_it():
+    # keras-io's style transfer and Deep Dream: `loss = ops.zeros(()); loss += term` inside a tape.
+    x = kgraph.Variable(np.ones(3, "float32"))
+    with kgraph.GradientTape() as tape:
+        loss = ops.zeros(())
+        loss += ops.sum(x * x)
+        loss += 2.0 * ops.sum(x)
+        loss -= ops.sum(x)
+    np.testing.assert_allclose(tape.gradient(loss, x), np.full(3, 3.0))
+    outside = ops.zeros((2,))
+    outside += 1  # no tape: in place, as NumPy
+    np.testing.assert_allclose(outside, [1.0, 1.0])
