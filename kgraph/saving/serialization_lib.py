@@ -72,7 +72,10 @@ def _serialize_mapping(obj):
     """A dict; one that kgraph's family serializers wrote (``module: kgraph.…``) takes Keras's module."""
     out = serialize_dict(obj)
     module = out.get("module")
-    if isinstance(module, str) and module.startswith("kgraph.") and "class_name" in out and "config" in out:
+    # An op node of a graph keeps its marker (`kgraph.ops`): the config writer tells op classes (Add, Concatenate)
+    # from the layers of the same names by it.
+    if isinstance(module, str) and module.startswith("kgraph.") and module != "kgraph.ops" \
+            and "class_name" in out and "config" in out:
         out.update(module=public_module(module), registered_name=None)
     return out
 

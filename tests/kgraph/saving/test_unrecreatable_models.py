@@ -38,3 +38,18 @@ def test_with_get_config_it_saves_and_loads(tmp_path):
     model.save(tmp_path / "m.keras")
     back = kgraph.saving.load_model(tmp_path / "m.keras", custom_objects={"WithConfig": WithConfig})
     np.testing.assert_allclose(back(x), expected)
+
+
+class GraphModel(kgraph.Model):
+    """A Model subclass built the functional way, with op nodes (``e + e``) in its graph."""
+
+
+def test_a_functional_subclass_with_op_nodes_loads_back(tmp_path):
+    inputs = kgraph.Input((4, 3))
+    hidden = layers.Dense(3)(inputs)
+    model = GraphModel(inputs, hidden + hidden)
+    model.save(tmp_path / "m.keras")
+    back = kgraph.saving.load_model(tmp_path / "m.keras", custom_objects={"GraphModel": GraphModel})
+    x = np.ones((2, 4, 3), "float32")
+    assert type(back) is GraphModel
+    np.testing.assert_allclose(back.predict(x, verbose=0), model.predict(x, verbose=0))
