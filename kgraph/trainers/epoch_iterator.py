@@ -207,7 +207,9 @@ class EpochIterator:
                 self._pass = None
                 self.adapter.end_pass()
                 self._used_up = isinstance(self.adapter, GeneratorAdapter)
-                if self.steps is None or fresh or not self._used_up:
+                # A pass that ends within an epoch ends the epoch (Keras); one that ended with the last epoch
+                # gives way to a new pass.
+                if self.steps is None or fresh or (step and not self._used_up):
                     break
                 continue
             fresh = False

@@ -92,8 +92,7 @@ def _run(module, epochs, max_epochs, max_steps, steps_per_epoch=None):
     return len(history.history["loss"]), counter.train, counter.test, counter.predict, messages
 
 
-# 10 batches a pass: the capped epochs stay within whole passes (where an epoch of a fixed step count runs past
-# the end of the arrays, Keras ends it early and kgraph starts a new pass).
+# 10 batches a pass; an epoch of a fixed step count that runs past the end of the arrays ends early in both.
 @pytest.mark.parametrize("caps", [(2, 3, None), (None, 5, None), (3, None, None), (10, 2, 5), (2, 12, 2),
                                   (None, 10, None)])
 def test_max_epochs_and_steps_cap_fit_evaluate_predict_as_keras(caps):
