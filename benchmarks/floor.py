@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -48,6 +49,11 @@ for line in sys.stdin:
 
 
 BATCH = 128
+# Seconds between turns. A BLAS or OpenMP pool keeps its threads spinning for a while after its last
+# product (OpenBLAS about 2**28 cycles), so a turn started right after another contender's ran beside
+# those threads: measured here, the floor's products after kgraph's turn took 27 ms against 14 ms after a
+# pause, PyTorch's LSTM step 30 ms against 17 ms. After this pause every turn starts on idle cores.
+PAUSE_S = 0.3
 
 
 def kgraph_steps(model, steps):
@@ -141,6 +147,7 @@ def start(root, kind, model, steps):
 
 
 def round_of(proc):
+    time.sleep(PAUSE_S)
     proc.stdin.write("go\n")
     proc.stdin.flush()
     ms, rss = proc.stdout.readline().split()

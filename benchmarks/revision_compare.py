@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -54,6 +55,8 @@ def start(root, model):
 
 
 def epoch(proc):
+    # Let the other worker's BLAS threads stop spinning first (see floor.py's PAUSE_S).
+    time.sleep(0.3)
     proc.stdin.write("go\n")
     proc.stdin.flush()
     return float(proc.stdout.readline())

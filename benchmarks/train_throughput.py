@@ -195,6 +195,8 @@ def main():
         best = [0.0] * len(runners)
         for _ in range(rounds):
             for i, epoch in enumerate(runners):
+                # The other framework's BLAS/OpenMP threads stop spinning first (see floor.py's PAUSE_S).
+                time.sleep(0.3)
                 best[i] = max(best[i], epoch())
         ours, torch_sps = best[0], (best[1] if have_torch else None)
         keras_sps = floor = None

@@ -123,7 +123,9 @@ class RecurrentBase(Layer):
         """``x @ kernel + bias`` for every timestep, with Keras's input dropout in training."""
         kernel, bias = self.kernel, self._input_bias()
         if not (training and 0.0 < self.dropout < 1.0):
-            return ops.dense(x, kernel, bias)
+            # Computed time-major and handed on as its batch-major view: each step reads, and its VJP
+            # writes, contiguous rows (the recurrence's cotangent keeps this memory order).
+            return ops.swapaxes(ops.dense(ops.swapaxes(x, 0, 1), kernel, bias), 0, 1)
         batch, _, input_dim = x.shape
         # Keras cells with recurrent dropout drop each gate's inputs with its own mask.
         count = self._gates if self.recurrent_dropout > 0.0 else 1

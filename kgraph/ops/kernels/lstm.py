@@ -58,13 +58,13 @@ def _initial(buffer, value, argument):
 
 
 def _forward(projection, kernel, hidden, cells, gates, act_cells, times):
-    """Run the steps; ``hidden[:, s + 1]`` and ``cells[s + 1]`` receive the states after step ``s``."""
+    """Run the steps; ``hidden[s + 1]`` and ``cells[s + 1]`` receive the states after step ``s``."""
     u = kernel.shape[0]
     scale, offset, _, _ = _gate_constants(u, projection.dtype)
     product = np.empty((projection.shape[0], u), dtype=projection.dtype)
     for s, t in enumerate(times):
         z = gates[s]
-        np.matmul(hidden[:, s], kernel, out=z)
+        np.matmul(hidden[s], kernel, out=z)
         z += projection[:, t]
         z *= scale
         np.tanh(z, out=z)
@@ -75,12 +75,12 @@ def _forward(projection, kernel, hidden, cells, gates, act_cells, times):
         np.multiply(z[:, :u], z[:, 2 * u:3 * u], out=product)
         c += product
         np.tanh(c, out=act_cells[s])
-        np.multiply(z[:, 3 * u:], act_cells[s], out=hidden[:, s + 1])
+        np.multiply(z[:, 3 * u:], act_cells[s], out=hidden[s + 1])
 
 
 def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection, times):
     """BPTT from the last step: fills ``d_projection`` (input order); ``dh``, ``dc`` end as the initial
-    states' cotangents."""
+    states' cotangents; ``g_sequence`` is None where the sequence's cotangent is zero."""
     u = kernel.shape[0]
     _, _, a, b = _gate_constants(u, gates.dtype)
     to_c = np.empty_like(dh)
@@ -89,7 +89,8 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
     for s in range(len(times) - 1, -1, -1):
         z, tc = gates[s], act_cells[s]
         dz = d_projection[:, times[s]]
-        dh += g_sequence[:, s]
+        if g_sequence is not None:
+            dh += g_sequence[:, s]
         # dc += dh * o * (1 - tanh(c)^2)
         np.multiply(tc, tc, out=to_c)
         np.subtract(1, to_c, out=to_c)
@@ -137,10 +138,11 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     u = width // 4
     dtype = projection.dtype
     times = list(range(timesteps - 1, -1, -1)) if go_backwards else list(range(timesteps))
-    # Batch-major states in processing order: hidden[:, 1:] is the sequence output as it is.
-    hidden = np.empty((batch, timesteps + 1, u), dtype=dtype)
+    # Time-major states in processing order (each step's rows contiguous); the sequence output is the
+    # batch-major view of hidden[1:].
+    hidden = np.empty((timesteps + 1, batch, u), dtype=dtype)
     cells = np.empty((timesteps + 1, batch, u), dtype=dtype)
-    _initial(hidden[:, 0], initial_h, "initial_h")
+    _initial(hidden[0], initial_h, "initial_h")
     _initial(cells[0], initial_c, "initial_c")
     gates = np.empty((timesteps, batch, width), dtype=dtype)
     act_cells = np.empty((timesteps, batch, u), dtype=dtype)
@@ -151,7 +153,7 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     start = time.perf_counter()
 
     def forward(rows):
-        _forward(projection[rows], recurrent_kernel, hidden[rows], cells[:, rows], gates[:, rows],
+        _forward(projection[rows], recurrent_kernel, hidden[:, rows], cells[:, rows], gates[:, rows],
                  act_cells[:, rows], times)
     _run(forward, halves)
     if timing is not None:
@@ -159,18 +161,32 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
 
     def vjp(cotangents):
         g_sequence, g_h, g_c = cotangents
+        if not g_sequence.any():  # only the last states are read: no zeros to add at every step
+            g_sequence = None
         dh = np.array(g_h, dtype=dtype)
         dc = np.array(g_c, dtype=dtype)
-        d_projection = np.empty(projection.shape, dtype=dtype)
+        # In the projection's own memory order, so that its producer's VJP reads it as it wrote it.
+        d_projection = np.empty_like(projection)
 
         def backward(rows):
-            _backward(g_sequence[rows], dh[rows], dc[rows], recurrent_kernel, cells[:, rows], gates[:, rows],
+            sequence_rows = None if g_sequence is None else g_sequence[rows]
+            _backward(sequence_rows, dh[rows], dc[rows], recurrent_kernel, cells[:, rows], gates[:, rows],
                       act_cells[:, rows], d_projection[rows], times)
         _run(backward, halves)
-        # Each step's incoming h beside its gate cotangents, in input order as d_projection is.
-        previous = hidden[:, -2::-1] if go_backwards else hidden[:, :-1]
+        # Each step's incoming h beside its gate cotangents, rows in d_projection's memory order (time-major
+        # when the projection is, as the recurrent layers make it).
+        previous = hidden[-2::-1] if go_backwards else hidden[:-1]
+        if _time_major(projection):
+            rows = d_projection.transpose(1, 0, 2)
+        else:
+            previous, rows = previous.transpose(1, 0, 2), d_projection
         previous = np.ascontiguousarray(previous).reshape(-1, u)
-        d_kernel = previous.T @ d_projection.reshape(-1, width)
+        d_kernel = previous.T @ np.ascontiguousarray(rows).reshape(-1, width)
         return (d_projection, d_kernel, None if initial_h is None else dh, None if initial_c is None else dc)
 
-    return (hidden[:, 1:], hidden[:, -1].copy(), cells[-1].copy()), vjp
+    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy(), cells[-1].copy()), vjp
+
+
+def _time_major(projection):
+    """Whether the projection's timesteps are its outer memory axis (each step's rows contiguous)."""
+    return projection.shape[1] > 1 and projection.strides[1] > projection.strides[0]
