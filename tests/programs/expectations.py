@@ -21,12 +21,6 @@ EXPLICIT_TRAINING_FLAG = ("kgraph keeps an explicit training=False of a nested m
                           "transfer-learning guide says; Keras 3.15 overrides it with the outer flag, so its "
                           "BatchNormalization statistics move (values[bn_statistics_kept]: Keras False, kgraph True)")
 
-WINOGRAD_VERIFY_TOLERANCE = ("`python -m export --verify` compares float32 outputs with a fixed rtol = atol = 1e-5, "
-                             "and kgraph's Winograd 3x3 convolutions round differently from onnxruntime's direct "
-                             "ones by about 1e-5 of the scale: VGG19 (weights=None) fails at block1_conv2 "
-                             "(max_abs=1.302e-05 on outputs up to 0.99; 262/264 comparisons within tolerance), "
-                             "a tolerance to scale with the convolution's depth, not a wrong graph")
-
 # Not a gap of kgraph: a deliberate difference. Keras 3.15's MultiHeadAttention.call replaces the `query_mask`
 # argument with the query tensor's own mask (`backend.get_keras_mask(query)`), so the translation example's decoder,
 # which passes `query_mask=inputs_padding_mask` for a query that carries no mask, attends from padded positions in
@@ -49,7 +43,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("p_custom_fit_train_step", "exports"): _blocked(TORCH_TRAIN_STEP),
     ("p_transfer_learning", "matches"): EXPLICIT_TRAINING_FLAG,
     ("p_translation_transformer", "matches"): QUERY_MASK_ARGUMENT,
-    ("p_neural_style_transfer", "exports"): WINOGRAD_VERIFY_TOLERANCE,
     ("p_dcgan", "runs"): TORCH_TRAIN_STEP,
     ("p_dcgan", "matches"): _blocked(TORCH_TRAIN_STEP),
     ("p_dcgan", "exports"): _blocked(TORCH_TRAIN_STEP),

@@ -346,8 +346,30 @@ def test_winograd_tile_choice_transforms_the_fewest_cells():
     winograd = importlib.import_module("kgraph.ops.kernels.winograd")
     assert winograd.choose_tile((8, 8)) == 4  # 4 tiles of 6x6 input cells vs 4 of 7x7 or 8x8
     assert winograd.choose_tile((10, 10)) == 5  # 4 x 49 cells vs 9 x 36 or 4 x 64
-    assert winograd.choose_tile((12, 12)) == 6  # 4 x 64 cells vs 9 x 36 or 9 x 49
-    assert winograd.choose_tile((12, 12), sizes=(4, 5)) == 4
+    assert winograd.choose_tile((12, 12)) == 4  # 9 x 36 cells vs 9 x 49 (F(6x6) is not a default tile)
+    assert winograd.choose_tile((12, 12), sizes=(4, 5, 6)) == 6  # 4 x 64 cells
+    assert winograd.choose_tile((224, 224)) == 5  # 45^2 x 49 cells vs 56^2 x 36
+
+
+def _reference_float64(x, kernel):
+    out = np.zeros(x.shape[:1] + (x.shape[1] - 2, x.shape[2] - 2, kernel.shape[-1]))
+    for i, j in itertools.product(range(3), range(3)):
+        out += x[:, i:i + out.shape[1], j:j + out.shape[2]].astype(np.float64) @ kernel[i, j].astype(np.float64)
+    return out
+
+
+@pytest.mark.parametrize("tile,bound", [(4, 3e-6), (5, 1e-5), (6, 2e-5)])
+def test_winograd_float32_rounding_within_its_documented_bound(tile, bound, monkeypatch):
+    # Against float64 on relu'd inputs and Glorot-scaled kernels (im2col in float32: about 5e-7 of the scale).
+    monkeypatch.setattr(importlib.import_module("kgraph.ops.kernels.winograd"), "TILES", (tile,))
+    rng = np.random.default_rng(7)
+    for channels, side in ((32, 62), (128, 32)):
+        x = np.maximum(rng.standard_normal((2, side, side, channels)), 0).astype("float32")
+        limit = np.sqrt(3 / (9 * channels))
+        kernel = rng.uniform(-limit, limit, (3, 3, channels, channels)).astype("float32")
+        expected = _reference_float64(x, kernel)
+        error = np.abs(np.asarray(ops.conv(x, kernel)) - expected).max() / np.abs(expected).max()
+        assert error < bound, (channels, side, error)
 
 
 @pytest.mark.parametrize("tile", [4, 5, 6])
