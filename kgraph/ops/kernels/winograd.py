@@ -1,6 +1,6 @@
 """Winograd F(m x m, 3x3): 3x3 stride-1 convolutions with several times fewer multiplications than im2col.
 
-The output is computed in m x m tiles (m = 4, 5 or 6). Each (m+2) x (m+2) input
+The output is computed in m x m tiles (m = 4 or 5 by default; 6 is available). Each (m+2) x (m+2) input
 tile ``d`` and the kernel ``k`` are moved to a transformed domain
 (``V = Bt d B``, ``U = G k Gt``) where the convolution becomes an element-wise
 product summed over input channels: (m+2)^2 independent matrix products
