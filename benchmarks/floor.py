@@ -5,9 +5,9 @@ LSTM(128) on 32x64; batch 128, Adam) this starts one worker process per
 contender: kgraph (this tree, and optionally a git revision with
 ``--baseline``), PyTorch eager, and the floor (the step's matrix products
 alone, run by NumPy's BLAS on arrays of the step's shapes). The workers take
-turns, each timing ``--steps`` training steps per round (kgraph through
-``fit``), and the best round of each is kept, so a busy moment of a shared
-machine hits all alike. Each worker also reports its peak RSS (its own
+turns 0.3 s apart, each running ``--steps`` training steps untimed and then
+timing as many (kgraph through ``fit``), and the best round of each is kept,
+so a busy moment of a shared machine hits all alike. Each worker also reports its peak RSS (its own
 process: the framework, the model, the data and the steps).
 
     python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--baseline HEAD | --baseline-root DIR]
@@ -41,6 +41,7 @@ run = floor.CONTENDERS[{kind!r}]({model!r}, {steps})
 run()
 print("ready", flush=True)
 for line in sys.stdin:
+    run()  # untimed: after the pause between turns, cores and thread pools wake up during this one
     start = time.perf_counter()
     run()
     ms = (time.perf_counter() - start) * 1000 / {steps}
@@ -52,7 +53,9 @@ BATCH = 128
 # Seconds between turns. A BLAS or OpenMP pool keeps its threads spinning for a while after its last
 # product (OpenBLAS about 2**28 cycles), so a turn started right after another contender's ran beside
 # those threads: measured here, the floor's products after kgraph's turn took 27 ms against 14 ms after a
-# pause, PyTorch's LSTM step 30 ms against 17 ms. After this pause every turn starts on idle cores.
+# pause, PyTorch's LSTM step 30 ms against 17 ms. After this pause every turn starts on idle cores, and
+# each worker runs its steps once untimed before the timed run: on this virtual machine the first steps after
+# an idle pause are slow while halted cores and sleeping threads wake (kgraph's CNN: 40 ms, then 15 ms).
 PAUSE_S = 0.3
 
 

@@ -16,12 +16,14 @@ goes to the first maximum of each window in row-major order, as in
 ``max_pool``. Ties are broken before the bias is added, so two cells that
 differ only below the rounding of ``+ bias`` are not a tie here.
 """
+import time
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from kgraph.backend.autodiff import primitive
 from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
-from kgraph.ops.kernels import winograd
+from kgraph.ops.kernels import threads, winograd
 from kgraph.ops.kernels.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
 from kgraph.ops.operations import op
 
@@ -35,6 +37,9 @@ _MIN_TILES = 256
 # What the forward pass may keep for the VJP (window matrices, Winograd tiles); above it each block's are
 # rebuilt in the VJP, so memory stays bounded by one block.
 _KEEP_BYTES = 1 << 25
+# Per call geometry: the forward's and the backward's timings of two threads (each taking half of the image
+# blocks) against one.
+_TIMINGS = {}
 
 
 def _running_max(slabs):
@@ -224,6 +229,35 @@ class _Winograd:
         return d_kernel.reshape(-1, self.filters)
 
 
+def _halves(blocks, n, min_images):
+    """``(blocks, (first, second))``: the image blocks (at least two) and the block indices of each of two
+    threads, or None when the batch is too small to share or nothing can run in two threads."""
+    if not threads.can_split():
+        return None
+    if len(blocks) == 1:
+        if n < 2 * min_images:
+            return None
+        blocks = [(0, n // 2), (n // 2, n)]
+    half = len(blocks) // 2
+    return blocks, (range(half), range(half, len(blocks)))
+
+
+def _timings(key):
+    """The forward's and the backward's split-or-not timings for this geometry (a bounded table: image sizes
+    may vary)."""
+    if key not in _TIMINGS and len(_TIMINGS) >= 64:
+        _TIMINGS.clear()
+    return _TIMINGS.setdefault(key, (threads.Timing(), threads.Timing()))
+
+
+def _run(job, halves, count):
+    """``job`` over every block index, in two threads when ``halves`` gives each its indices."""
+    if halves is None:
+        job(range(count))
+    else:
+        threads.in_halves(job, *halves)
+
+
 @primitive(num_inputs=3)
 def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
     x = np.asarray(x)
@@ -252,16 +286,28 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
         path = _Im2col(xp, mat, kernel_size, strides, dilation, pool, pooled)
     per_image = path.bytes_per_image(dtype.itemsize)
     blocks = _image_blocks(n, per_image, max(_BLOCK_BYTES, path.min_images * per_image))
+    halves, timings, split = _halves(blocks, n, path.min_images), None, None
+    if halves is not None:
+        # The forward and the backward pass each time their own choice (the blocks are the same either way).
+        blocks, split = halves
+        timings = _timings((type(path).__name__, x.shape, kernel.shape, pool))
+        halves = split if timings[0].choose() else None
     keep = n * per_image <= _KEEP_BYTES
     out = np.empty((n,) + pooled + (mat.filters,), dtype=dtype)
-    states, beats = [], []
-    for i0, i1 in blocks:
-        slabs, state = path.forward(i0, i1)
-        best, won = _running_max(slabs)
-        out[i0:i1] = path.pooled_block(best, i0, i1)
-        beats.append(won)
-        states.append(state if keep else None)
-        del slabs, best, state
+    states, beats = [None] * len(blocks), [None] * len(blocks)
+
+    def forward(indices):
+        for k in indices:
+            i0, i1 = blocks[k]
+            slabs, state = path.forward(i0, i1)
+            best, beats[k] = _running_max(slabs)
+            out[i0:i1] = path.pooled_block(best, i0, i1)
+            states[k] = state if keep else None
+            del slabs, best, state
+    start = time.perf_counter()
+    _run(forward, halves, len(blocks))
+    if timings is not None:
+        timings[0].record(halves is not None, time.perf_counter() - start)
     if bias is not None:
         out += bias
     if relu:
@@ -276,10 +322,20 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
         g2 = g.reshape(-1, mat.filters)
         grads["bias"] = np.ones(g2.shape[0], dtype=dtype) @ g2 if bias is not None else None
         dxp = np.zeros(xp_full.shape, dtype=dtype) if with_x else None
-        d_matrix = None
-        for (i0, i1), state, won in zip(blocks, states, beats):
-            part = path.backward(state, i0, i1, g[i0:i1], won, dxp)
-            d_matrix = part if d_matrix is None else d_matrix + part
+        parts = [None] * len(blocks)
+
+        def backward_blocks(indices):
+            for k in indices:
+                i0, i1 = blocks[k]
+                parts[k] = path.backward(states[k], i0, i1, g[i0:i1], beats[k], dxp)
+        back = split if timings is not None and timings[1].choose() else None
+        start = time.perf_counter()
+        _run(backward_blocks, back, len(blocks))
+        if timings is not None:
+            timings[1].record(back is not None, time.perf_counter() - start)
+        d_matrix = parts[0]
+        for part in parts[1:]:
+            d_matrix = d_matrix + part
         grads["kernel"] = mat.unmatrix(d_matrix)
         if with_x:
             grads["x"] = unpad(dxp, pads, spatial)

@@ -16,8 +16,8 @@ step runs few, contiguous NumPy calls into buffers allocated once per call:
 - the rows of the batch recur independently: a large batch may run as two
   halves in two threads, with BLAS on one thread each (``kernels.threads``);
   whether that beats one thread driving BLAS's own threads depends on the
-  machine and its load, so the forward pass times both ways and keeps the faster
-  (the backward pass follows the forward's choice).
+  machine and its load, so the forward and the backward pass each time both
+  ways and keep the faster.
 """
 import time
 
@@ -118,11 +118,12 @@ def _halves(batch, work_per_row):
     return slice(0, half), slice(half, batch)
 
 
-def _timing(shape):
-    """The split-or-not timing of calls of this shape (a bounded table: sequence lengths may vary)."""
+def _timings(shape):
+    """The forward's and the backward's split-or-not timings of calls of this shape (a bounded table: sequence
+    lengths may vary)."""
     if shape not in _TIMINGS and len(_TIMINGS) >= 64:
         _TIMINGS.clear()
-    return _TIMINGS.setdefault(shape, threads.Timing())
+    return _TIMINGS.setdefault(shape, (threads.Timing(), threads.Timing()))
 
 
 def _run(job, halves):
@@ -146,18 +147,17 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     _initial(cells[0], initial_c, "initial_c")
     gates = np.empty((timesteps, batch, width), dtype=dtype)
     act_cells = np.empty((timesteps, batch, u), dtype=dtype)
-    halves, timing = _halves(batch, width * timesteps), None
-    if halves is not None:
-        timing = _timing((batch, timesteps, width))
-        halves = halves if timing.choose() else None
+    split = _halves(batch, width * timesteps)
+    timings = None if split is None else _timings((batch, timesteps, width))
+    halves = split if timings is not None and timings[0].choose() else None
     start = time.perf_counter()
 
     def forward(rows):
         _forward(projection[rows], recurrent_kernel, hidden[:, rows], cells[:, rows], gates[:, rows],
                  act_cells[:, rows], times)
     _run(forward, halves)
-    if timing is not None:
-        timing.record(halves is not None, time.perf_counter() - start)
+    if timings is not None:
+        timings[0].record(halves is not None, time.perf_counter() - start)
 
     def vjp(cotangents):
         g_sequence, g_h, g_c = cotangents
@@ -172,7 +172,11 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
             sequence_rows = None if g_sequence is None else g_sequence[rows]
             _backward(sequence_rows, dh[rows], dc[rows], recurrent_kernel, cells[:, rows], gates[:, rows],
                       act_cells[:, rows], d_projection[rows], times)
-        _run(backward, halves)
+        back = split if timings is not None and timings[1].choose() else None
+        start = time.perf_counter()
+        _run(backward, back)
+        if timings is not None:
+            timings[1].record(back is not None, time.perf_counter() - start)
         # Each step's incoming h beside its gate cotangents, rows in d_projection's memory order (time-major
         # when the projection is, as the recurrent layers make it).
         previous = hidden[-2::-1] if go_backwards else hidden[:-1]

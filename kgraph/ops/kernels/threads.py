@@ -125,16 +125,17 @@ def in_halves(job, first, second):
 class Timing:
     """Whether to split a job in two threads, by how long each way took lately (both give the same values).
 
-    Two threads pay on two free cores and lose where the cores are busy with other work (or with BLAS
-    threads still spinning after a product), and BLAS's own threads may already use both cores well; so
-    the choice is measured, not assumed: each way is timed on its first use, the faster one is taken, and
-    every ``RETRY``-th call retimes the other.
+    Two threads pay on two free cores and lose where the cores are busy with other work, and BLAS's own
+    threads may already use both cores well; so the choice is measured, not assumed: each way runs once to
+    warm up (its first run pays one-time costs: the worker thread, BLAS's restart) and is then timed, the
+    faster one is taken, and every ``RETRY``-th call retimes the other.
     """
 
     RETRY = 16
 
     def __init__(self):
         self.seconds = {True: None, False: None}
+        self.runs = {True: 0, False: 0}
         self.steps = 0
 
     def choose(self):
@@ -147,5 +148,8 @@ class Timing:
         return not faster if self.steps % self.RETRY == 0 else faster
 
     def record(self, split, seconds):
+        self.runs[split] += 1
+        if self.runs[split] == 1:
+            return  # the warm-up run
         previous = self.seconds[split]
         self.seconds[split] = seconds if previous is None else 0.5 * (previous + seconds)

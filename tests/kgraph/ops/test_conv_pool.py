@@ -208,3 +208,21 @@ def test_fused_model_trains_saves_and_exports_like_any_other(tmp_path):
     loaded = kgraph.models.load_model(path)
     assert fused_pairs(loaded) == ["pool_a", "pool_b"]
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shapes", [((40, 28, 28, 1), (3, 3, 1, 8)), ((130, 13, 13, 16), (3, 3, 16, 24))])
+def test_image_blocks_in_two_threads_match_one_thread(shapes, monkeypatch):
+    # im2col, and Winograd with enough images for two blocks of 256+ tiles; the first call of a geometry runs
+    # split, so each way is forced here. BLAS runs one thread per half: products may round in another order.
+    threads = importlib.import_module("kgraph.ops.kernels.threads")
+    x, kernel, bias = case_arrays((shapes[0], shapes[1]), "float32", True, seed=3)
+    runs = []
+    for split in (True, False):
+        monkeypatch.setattr(threads.Timing, "choose", lambda self, split=split: split)
+        runs.append(values_and_gradients(lambda *a: fused(*a, 1, "valid", 1, 2, True), [x, kernel, bias]))
+    (got, got_grads), (want, want_grads) = runs
+    halves = conv_pool_module._halves([(0, len(x))], len(x), 1)
+    assert (halves is not None) == threads.can_split()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * np.abs(w).max())
