@@ -37,8 +37,7 @@ _MIN_TILES = 256
 # What the forward pass may keep for the VJP (window matrices, Winograd tiles); above it each block's are
 # rebuilt in the VJP, so memory stays bounded by one block.
 _KEEP_BYTES = 1 << 25
-# Per call geometry: the forward's and the backward's timings of two threads (each taking half of the image
-# blocks) against one.
+# Per call geometry: the timing of two threads (each taking half of the image blocks) against one.
 _TIMINGS = {}
 
 
@@ -229,25 +228,35 @@ class _Winograd:
         return d_kernel.reshape(-1, self.filters)
 
 
-def _halves(blocks, n, min_images):
-    """``(blocks, (first, second))``: the image blocks (at least two) and the block indices of each of two
-    threads, or None when the batch is too small to share or nothing can run in two threads."""
+def _halves(path, blocks, n, per_image):
+    """``(blocks, (first, second))`` for two threads: the image blocks and each thread's block indices, or
+    None when the batch is too small to share or nothing can run in two threads.
+
+    A Winograd block holds several times its nominal budget in transformed tiles (it needs 256 tiles for
+    full-speed products), so its split blocks take half the images: two threads then hold what one did.
+    """
     if not threads.can_split():
         return None
-    if len(blocks) == 1:
+    if isinstance(path, _Winograd):
+        min_images = -(-path.min_images // 2)
         if n < 2 * min_images:
             return None
+        blocks = _image_blocks(n, per_image, max(_BLOCK_BYTES, path.min_images * per_image) // 2)
+    if len(blocks) == 1:
+        if n < 2:
+            return None
         blocks = [(0, n // 2), (n // 2, n)]
+    if len(blocks) % 2:
+        blocks = _image_blocks(n, per_image, -(-n * per_image // (len(blocks) + 1)))
     half = len(blocks) // 2
     return blocks, (range(half), range(half, len(blocks)))
 
 
-def _timings(key):
-    """The forward's and the backward's split-or-not timings for this geometry (a bounded table: image sizes
-    may vary)."""
+def _timing(key):
+    """The split-or-not timing of calls of this geometry (a bounded table: image sizes may vary)."""
     if key not in _TIMINGS and len(_TIMINGS) >= 64:
         _TIMINGS.clear()
-    return _TIMINGS.setdefault(key, (threads.Timing(), threads.Timing()))
+    return _TIMINGS.setdefault(key, threads.Timing())
 
 
 def _run(job, halves, count):
@@ -286,12 +295,15 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
         path = _Im2col(xp, mat, kernel_size, strides, dilation, pool, pooled)
     per_image = path.bytes_per_image(dtype.itemsize)
     blocks = _image_blocks(n, per_image, max(_BLOCK_BYTES, path.min_images * per_image))
-    halves, timings, split = _halves(blocks, n, path.min_images), None, None
+    halves, timing = _halves(path, blocks, n, per_image), None
     if halves is not None:
-        # The forward and the backward pass each time their own choice (the blocks are the same either way).
-        blocks, split = halves
-        timings = _timings((type(path).__name__, x.shape, kernel.shape, pool))
-        halves = split if timings[0].choose() else None
+        # The choice holds for the call (the backward pass runs the forward's blocks the same way) and is
+        # timed over both passes.
+        timing = _timing((type(path).__name__, x.shape, kernel.shape, pool))
+        if timing.choose():
+            blocks, halves = halves
+        else:
+            halves = None
     keep = n * per_image <= _KEEP_BYTES
     out = np.empty((n,) + pooled + (mat.filters,), dtype=dtype)
     states, beats = [None] * len(blocks), [None] * len(blocks)
@@ -306,8 +318,8 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
             del slabs, best, state
     start = time.perf_counter()
     _run(forward, halves, len(blocks))
-    if timings is not None:
-        timings[0].record(halves is not None, time.perf_counter() - start)
+    if timing is not None:
+        timing.record(halves is not None, time.perf_counter() - start)
     if bias is not None:
         out += bias
     if relu:
@@ -328,11 +340,10 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
             for k in indices:
                 i0, i1 = blocks[k]
                 parts[k] = path.backward(states[k], i0, i1, g[i0:i1], beats[k], dxp)
-        back = split if timings is not None and timings[1].choose() else None
         start = time.perf_counter()
-        _run(backward_blocks, back, len(blocks))
-        if timings is not None:
-            timings[1].record(back is not None, time.perf_counter() - start)
+        _run(backward_blocks, halves, len(blocks))
+        if timing is not None:
+            timing.add(halves is not None, time.perf_counter() - start)
         d_matrix = parts[0]
         for part in parts[1:]:
             d_matrix = d_matrix + part

@@ -136,6 +136,7 @@ class Timing:
     def __init__(self):
         self.seconds = {True: None, False: None}
         self.runs = {True: 0, False: 0}
+        self.weights = {True: 1.0, False: 1.0}  # the last timed run's share of its way's average
         self.steps = 0
 
     def choose(self):
@@ -153,3 +154,9 @@ class Timing:
             return  # the warm-up run
         previous = self.seconds[split]
         self.seconds[split] = seconds if previous is None else 0.5 * (previous + seconds)
+        self.weights[split] = 1.0 if previous is None else 0.5
+
+    def add(self, split, seconds):
+        """Add a later part of the call last recorded (a backward pass that follows the forward's choice)."""
+        if self.runs[split] > 1:
+            self.seconds[split] += self.weights[split] * seconds

@@ -221,7 +221,7 @@ def test_image_blocks_in_two_threads_match_one_thread(shapes, monkeypatch):
         monkeypatch.setattr(threads.Timing, "choose", lambda self, split=split: split)
         runs.append(values_and_gradients(lambda *a: fused(*a, 1, "valid", 1, 2, True), [x, kernel, bias]))
     (got, got_grads), (want, want_grads) = runs
-    halves = conv_pool_module._halves([(0, len(x))], len(x), 1)
+    halves = conv_pool_module._halves(None, [(0, len(x))], len(x), 1)
     assert (halves is not None) == threads.can_split()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     for g, w in zip(got_grads, want_grads):
