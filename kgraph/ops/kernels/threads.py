@@ -65,9 +65,14 @@ def shorten_blas_spin(controller):
     OpenBLAS reads ``OPENBLAS_THREAD_TIMEOUT`` when it starts its threads, so this sets the variable (when the
     user has not), has the library read its environment again, and stops its threads: its next product starts
     them anew with the shorter spin (as after a fork). Values are unchanged; libraries without these entry
-    points (other BLAS builds) are left alone. Returns the libraries restarted.
+    points (other BLAS builds) are left alone, and so is everything while other Python threads run (one of
+    them might be inside a product). Returns the libraries restarted.
     """
     if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return []
+    # Stopping OpenBLAS's threads while another thread runs a product can lose that product's work (the
+    # library clears its job queues): with any other Python thread alive, nothing is restarted.
+    if any(t is not threading.current_thread() for t in threading.enumerate()):
         return []
     os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(BLAS_SPIN_LOG2_CYCLES)
     restarted = []

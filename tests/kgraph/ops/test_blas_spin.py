@@ -37,6 +37,27 @@ def test_the_spin_is_shortened_once_and_products_stay_the_same():
     assert result["again"] == []  # set once; a second call leaves the library alone
 
 
+THREADED = """
+import json, os, threading
+import numpy as np
+stop = threading.Event()
+helper = threading.Thread(target=stop.wait)
+helper.start()
+from kgraph.ops.kernels import threads
+can = threads.can_split()
+stop.set()
+helper.join()
+print(json.dumps({"can": can, "env": os.environ.get("OPENBLAS_THREAD_TIMEOUT")}))
+"""
+
+
+def test_nothing_is_restarted_while_another_python_thread_runs():
+    out = subprocess.run([sys.executable, "-c", THREADED], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1])["env"] is None
+
+
 def test_a_spin_the_user_set_is_kept():
     result = _probe({"OPENBLAS_THREAD_TIMEOUT": "24"})
     assert result["env"] == "24"
