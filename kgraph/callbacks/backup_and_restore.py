@@ -97,7 +97,7 @@ class BackupAndRestore(Callback):
         state = {
             "format": FORMAT, "epoch": epoch,
             "weights": [np.array(w) for w in model.get_weights()],
-            "slots": optimizer.get_slot_state(index), "iterations": int(optimizer.iterations),
+            "slots": optimizer.get_slot_state(index), "iterations": int(optimizer._step_counter().value),
             "learning_rate": float(learning_rate) if isinstance(learning_rate, (int, float)) else None,
             "generator": random.generator().bit_generator.state,
             "layer_generators": [rng.bit_generator.state for rng in _layer_generators(model)],

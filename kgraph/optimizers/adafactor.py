@@ -51,7 +51,7 @@ class Adafactor(Optimizer):
 
     def update_step(self, gradient, value, slots, learning_rate, scratch):
         r, c, v = slots
-        t = int(self._iterations.value) + 1
+        t = self._step_count() + 1
         rho = min(learning_rate, 1.0 / math.sqrt(t))
         alpha = max(self.epsilon_2, _rms(value)) * rho
         beta = 1.0 - float(t) ** self.beta_2_decay

@@ -36,7 +36,7 @@ class Adam(Optimizer):
 
     def update_step(self, gradient, value, slots, learning_rate, scratch):
         m, v = slots[0], slots[1]
-        t = int(self._iterations.value) + 1  # this step's number, as a Python int
+        t = self._step_count() + 1  # this step's number, as a Python int
         alpha = learning_rate * math.sqrt(1.0 - self.beta_2**t) / (1.0 - self.beta_1**t)
         np.subtract(gradient, m, out=scratch)
         scratch *= 1.0 - self.beta_1

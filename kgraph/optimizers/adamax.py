@@ -29,7 +29,7 @@ class Adamax(Optimizer):
 
     def update_step(self, gradient, value, slots, learning_rate, scratch):
         m, u = slots
-        t = int(self._iterations.value) + 1
+        t = self._step_count() + 1
         np.subtract(gradient, m, out=scratch)
         scratch *= 1.0 - self.beta_1
         m += scratch

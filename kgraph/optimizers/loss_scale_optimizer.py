@@ -56,6 +56,9 @@ class LossScaleOptimizer(Optimizer):
     def iterations(self, value):
         Optimizer.iterations.fset(self, value)
 
+    def _step_counter(self):
+        return self.inner_optimizer._step_counter()
+
     @property
     def learning_rate(self):
         return self.inner_optimizer.learning_rate

@@ -77,7 +77,7 @@ class Muon(Optimizer):
         value -= update.astype(value.dtype, copy=False)
 
     def _adam_step(self, gradient, value, m, v, learning_rate, scratch):
-        t = int(self._iterations.value) + 1
+        t = self._step_count() + 1
         alpha = learning_rate * math.sqrt(1.0 - self.adam_beta_2**t) / (1.0 - self.adam_beta_1**t)
         np.subtract(gradient, m, out=scratch)
         scratch *= 1.0 - self.adam_beta_1

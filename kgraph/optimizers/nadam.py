@@ -53,10 +53,10 @@ class Nadam(Optimizer):
         return product
 
     def trailing_variables(self):
-        return [np.asarray(self._product(int(self._iterations.value)), dtype="float32")]
+        return [np.asarray(self._product(self._step_count()), dtype="float32")]
 
     def _prepare_step(self, learning_rate):
-        t = int(self._iterations.value) + 1
+        t = self._step_count() + 1
         product = self._product(t)
         u_t, u_next = self._u(t), self._u(t + 1)
         self._coefficients = (u_next / (1.0 - product * u_next), (1.0 - u_t) / (1.0 - product),

@@ -15,7 +15,8 @@ import numpy as np
 from kgraph import ops
 from kgraph.backend.variable import Variable
 from kgraph.ops.kernels import threads
-from kgraph.optimizers import schedules, update_parallel
+from kgraph.optimizers import accumulation, schedules, update_parallel
+from kgraph.optimizers.accumulation import ACCUMULATOR
 
 # The slot name of a variable's moving average (``use_ema``), as Keras names it.
 AVERAGE = "average"
@@ -112,6 +113,7 @@ class Optimizer:
         ema_momentum=0.99,
         ema_overwrite_frequency=None,
         loss_scale_factor=None,
+        gradient_accumulation_steps=None,
         name=None,
         **kwargs,
     ):
@@ -132,6 +134,7 @@ class Optimizer:
         self.ema_momentum = ema_momentum
         self.ema_overwrite_frequency = ema_overwrite_frequency
         self.loss_scale_factor = _validate_loss_scale_factor(loss_scale_factor)
+        self.gradient_accumulation_steps = accumulation.validate(gradient_accumulation_steps)
         # As Keras 3: a non-trainable integer Variable "<name>/iteration", first of ``variables``.
         self._iterations = _iteration_variable(self.name)
         self._learning_rate = _validate_learning_rate(learning_rate)
@@ -161,7 +164,7 @@ class Optimizer:
     def __setstate__(self, state):
         state = dict(state)
         for key, default in (("use_ema", False), ("ema_momentum", 0.99), ("ema_overwrite_frequency", None),
-                             ("loss_scale_factor", None)):
+                             ("loss_scale_factor", None), ("gradient_accumulation_steps", None)):
             state.setdefault(key, default)  # pickled before the optimizers took these arguments
         if "_iterations" not in state:  # pickled when the count was a Python int (a LossScaleOptimizer had none)
             count = _checked_count(state.pop("iterations", 0))
@@ -171,8 +174,19 @@ class Optimizer:
 
     @property
     def iterations(self):
-        """The number of steps applied: a non-trainable int64 ``Variable`` (``.assign`` it to change it)."""
+        """The number of steps applied: a non-trainable int64 ``Variable`` (``.assign`` it to change it). With
+        ``gradient_accumulation_steps``, the number of updates, as Keras: the steps divided by it, an int64."""
+        if self.gradient_accumulation_steps:
+            return np.asarray(int(self._iterations.value) // self.gradient_accumulation_steps, dtype=np.int64)
         return self._iterations
+
+    def _step_counter(self):
+        """The Variable counting every step applied (``iterations`` counts updates with gradient accumulation)."""
+        return self._iterations
+
+    def _step_count(self):
+        """``iterations`` as a Python int: the updates so far (an update's bias corrections count from it)."""
+        return int(self._iterations.value) // (self.gradient_accumulation_steps or 1)
 
     @iterations.setter
     def iterations(self, value):
@@ -199,24 +213,30 @@ class Optimizer:
         variable by variable, the groups follow one another (the order of Keras's ``variables``)."""
         return [[name] for name in self.slot_names()]
 
+    def _base_states(self):
+        """The slots Keras's base ``build`` adds before any optimizer's own: moving averages (``use_ema``), then
+        gradient accumulators (``gradient_accumulation_steps``)."""
+        return ([AVERAGE] if self.use_ema else []) + ([ACCUMULATOR] if self.gradient_accumulation_steps else [])
+
     def _state_names(self):
-        """The slots ``build`` creates for a variable: its moving average (with ``use_ema``), then ``slot_names()``."""
-        names = self.slot_names()
-        if not self.use_ema:
-            return names
-        if AVERAGE in names:
-            raise ValueError(f"Optimizer '{self.name}' has a slot named {AVERAGE!r}, the name of the moving averages "
-                             "`use_ema=True` keeps: rename the slot or leave `use_ema` off.")
-        return [AVERAGE, *names]
+        """The slots ``build`` creates for a variable: ``_base_states()``, then ``slot_names()``."""
+        names, base = self.slot_names(), self._base_states()
+        for name in base:
+            if name in names:
+                raise ValueError(f"Optimizer '{self.name}' has a slot named {name!r}, the name of the state the "
+                                 f"base optimizer keeps for {'use_ema' if name == AVERAGE else 'gradient_accumulation_steps'}"
+                                 ": rename the slot or leave that option off.")
+        return base + names
 
     def state_groups(self):
-        """``slot_groups()``, preceded by the moving averages with ``use_ema`` (Keras's base ``build`` adds them
-        before any optimizer's own slots)."""
-        return ([[AVERAGE]] if self.use_ema else []) + self.slot_groups()
+        """``slot_groups()``, preceded by the moving averages with ``use_ema`` and the gradient accumulators with
+        ``gradient_accumulation_steps`` (Keras's base ``build`` adds them before any optimizer's own slots)."""
+        return [[name] for name in self._base_states()] + self.slot_groups()
 
     def initial_state(self, slot_name, variable):
-        """``initial_slot``, or zeros for a moving average (Keras starts it at zeros; the first step replaces it)."""
-        if slot_name == AVERAGE and self.use_ema:
+        """``initial_slot``, or zeros for a moving average (Keras starts it at zeros; the first step replaces it)
+        and for a gradient accumulator."""
+        if slot_name in self._base_states():
             return np.zeros(tuple(variable.shape), dtype=variable.dtype)
         return self.initial_slot(slot_name, variable)
 
@@ -391,7 +411,14 @@ class Optimizer:
         grads = [self._as_gradient(g, v) for g, v in zip(grads, trainable_variables)]
         if self.loss_scale_factor is not None:
             grads = [g / np.asarray(self.loss_scale_factor, dtype=g.dtype) for g in grads]
-        grads = self._clip_gradients(grads)
+        if self.gradient_accumulation_steps:
+            grads = accumulation.accumulate(self, grads, trainable_variables)
+        if grads is not None:  # None: a step that only accumulated its gradients
+            self._update(self._clip_gradients(grads), trainable_variables)
+        self._finish_step(trainable_variables)
+
+    def _update(self, grads, trainable_variables):
+        """Weight decay and ``update_step`` for every variable (``grads`` clipped)."""
         learning_rate = self.learning_rate
         index = self._lookup()
         slot_lists = [self._slots[name] for name in self.slot_names()]
@@ -415,10 +442,13 @@ class Optimizer:
         else:
             for gradient, value, slots, scratch in jobs:
                 self.update_step(gradient, value, slots, learning_rate, scratch)
+
+    def _finish_step(self, trainable_variables):
+        """Moving averages, constraints and the step count, after every step (an accumulating one included)."""
         if self.use_ema:  # as Keras: after the updates, before the constraints and the step count
             self._update_moving_averages()
             frequency = self.ema_overwrite_frequency
-            if frequency and (int(self._iterations.value) + 1) % frequency == 0:
+            if frequency and (self._step_count() + 1) % frequency == 0:
                 self._overwrite_model_variables_with_average_value(self._trainable_variables)
         for variable in trainable_variables:
             # As Keras: a variable's constraint (set by Layer.add_weight) projects it after its update.
@@ -438,7 +468,7 @@ class Optimizer:
 
     def _update_moving_averages(self):
         """``average = m * average + (1 - m) * variable`` for every built variable; ``m = 0`` on the first step."""
-        momentum = self.ema_momentum if int(self._iterations.value) != 0 else 0.0
+        momentum = self.ema_momentum if self._step_count() != 0 else 0.0
         for i, (variable, average) in enumerate(zip(self._trainable_variables, self._slots[AVERAGE])):
             if not average.value.flags.writeable:
                 average.assign(average.value)
@@ -549,6 +579,7 @@ class Optimizer:
             "ema_momentum": self.ema_momentum,
             "ema_overwrite_frequency": self.ema_overwrite_frequency,
             "loss_scale_factor": self.loss_scale_factor,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps,
         }
 
     @classmethod

@@ -40,7 +40,7 @@ class ScheduleFreeAdamW(Optimizer):
 
     def update_step(self, gradient, value, slots, learning_rate, scratch):
         z, v = slots
-        t = int(self._iterations.value) + 1
+        t = self._step_count() + 1
         if self.warmup_steps > 0:
             learning_rate = learning_rate * min(t / self.warmup_steps, 1.0)
         np.square(gradient, out=scratch)

@@ -125,7 +125,7 @@ def _plain(value):
 
 def _leading_variables(optimizer):
     """``iterations``, and ``learning_rate`` where it is a number (Keras keeps a schedule out of its variables)."""
-    out = [optimizer.iterations.numpy().astype("int64")]
+    out = [optimizer._step_counter().numpy().astype("int64")]
     if isinstance(optimizer._learning_rate, float):
         out.append(np.asarray(optimizer.learning_rate, dtype="float32"))
     return out

@@ -364,7 +364,7 @@ def _serialize_compile(model):
     if optimizer is None:
         return {"compile_config": config}
     index = {id(v): i for i, v in enumerate(model.trainable_weights)}
-    state = {"iterations": int(optimizer.iterations), "slots": optimizer.get_slot_state(index)}
+    state = {"iterations": int(optimizer._step_counter().value), "slots": optimizer.get_slot_state(index)}
     if hasattr(optimizer, "dynamic_scale"):  # a LossScaleOptimizer's own state
         state["loss_scale"] = [int(optimizer.step_counter), float(optimizer.dynamic_scale)]
     return {"compile_config": config, "optimizer_state": state}
