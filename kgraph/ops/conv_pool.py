@@ -259,12 +259,65 @@ def _timing(key):
     return _TIMINGS.setdefault(key, threads.Timing())
 
 
-def _run(job, halves, count):
-    """``job`` over every block index, in two threads when ``halves`` gives each its indices."""
-    if halves is None:
-        job(range(count))
-    else:
-        threads.in_halves(job, *halves)
+class _Blocks:
+    """The batch's image blocks, run by one thread or shared by two (as timed faster for this geometry).
+
+    The choice holds for the call (the backward pass runs the forward's blocks the same way) and is timed
+    over both passes.
+    """
+
+    def __init__(self, path, n, dtype, key):
+        self.path = path
+        per_image = path.bytes_per_image(dtype.itemsize)
+        self.blocks = _image_blocks(n, per_image, max(_BLOCK_BYTES, path.min_images * per_image))
+        self.keep = n * per_image <= _KEEP_BYTES
+        self.halves, self.timing = _halves(path, self.blocks, n, per_image), None
+        if self.halves is not None:
+            self.timing = _timing(key)
+            if self.timing.choose():
+                self.blocks, self.halves = self.halves
+            else:
+                self.halves = None
+        self.states, self.beats = [None] * len(self.blocks), [None] * len(self.blocks)
+
+    def _run(self, job):
+        """``job`` over every block index (in two threads when split); its seconds."""
+        start = time.perf_counter()
+        if self.halves is None:
+            job(range(len(self.blocks)))
+        else:
+            threads.in_halves(job, *self.halves)
+        return time.perf_counter() - start
+
+    def forward(self, out):
+        """Write the pooled convolution of every block into ``out``, keeping what the VJP needs."""
+        def job(indices):
+            for k in indices:
+                i0, i1 = self.blocks[k]
+                slabs, state = self.path.forward(i0, i1)
+                best, self.beats[k] = _running_max(slabs)
+                out[i0:i1] = self.path.pooled_block(best, i0, i1)
+                self.states[k] = state if self.keep else None
+                del slabs, best, state
+        seconds = self._run(job)
+        if self.timing is not None:
+            self.timing.record(self.halves is not None, seconds)
+
+    def backward(self, g, dxp):
+        """The kernel's gradient (as a matrix) for the pooled cotangent ``g``; adds the input's into ``dxp``."""
+        parts = [None] * len(self.blocks)
+
+        def job(indices):
+            for k in indices:
+                i0, i1 = self.blocks[k]
+                parts[k] = self.path.backward(self.states[k], i0, i1, g[i0:i1], self.beats[k], dxp)
+        seconds = self._run(job)
+        if self.timing is not None:
+            self.timing.add(self.halves is not None, seconds)
+        d_matrix = parts[0]
+        for part in parts[1:]:
+            d_matrix = d_matrix + part
+        return d_matrix
 
 
 @primitive(num_inputs=3)
@@ -293,33 +346,9 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
         path = _Winograd(xp, kernel, dtype, pool, pooled, winograd.choose_tile(needed))
     else:
         path = _Im2col(xp, mat, kernel_size, strides, dilation, pool, pooled)
-    per_image = path.bytes_per_image(dtype.itemsize)
-    blocks = _image_blocks(n, per_image, max(_BLOCK_BYTES, path.min_images * per_image))
-    halves, timing = _halves(path, blocks, n, per_image), None
-    if halves is not None:
-        # The choice holds for the call (the backward pass runs the forward's blocks the same way) and is
-        # timed over both passes.
-        timing = _timing((type(path).__name__, x.shape, kernel.shape, pool))
-        if timing.choose():
-            blocks, halves = halves
-        else:
-            halves = None
-    keep = n * per_image <= _KEEP_BYTES
     out = np.empty((n,) + pooled + (mat.filters,), dtype=dtype)
-    states, beats = [None] * len(blocks), [None] * len(blocks)
-
-    def forward(indices):
-        for k in indices:
-            i0, i1 = blocks[k]
-            slabs, state = path.forward(i0, i1)
-            best, beats[k] = _running_max(slabs)
-            out[i0:i1] = path.pooled_block(best, i0, i1)
-            states[k] = state if keep else None
-            del slabs, best, state
-    start = time.perf_counter()
-    _run(forward, halves, len(blocks))
-    if timing is not None:
-        timing.record(halves is not None, time.perf_counter() - start)
+    blocks = _Blocks(path, n, dtype, (type(path).__name__, x.shape, kernel.shape, pool))
+    blocks.forward(out)
     if bias is not None:
         out += bias
     if relu:
@@ -334,20 +363,7 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
         g2 = g.reshape(-1, mat.filters)
         grads["bias"] = np.ones(g2.shape[0], dtype=dtype) @ g2 if bias is not None else None
         dxp = np.zeros(xp_full.shape, dtype=dtype) if with_x else None
-        parts = [None] * len(blocks)
-
-        def backward_blocks(indices):
-            for k in indices:
-                i0, i1 = blocks[k]
-                parts[k] = path.backward(states[k], i0, i1, g[i0:i1], beats[k], dxp)
-        start = time.perf_counter()
-        _run(backward_blocks, halves, len(blocks))
-        if timing is not None:
-            timing.add(halves is not None, time.perf_counter() - start)
-        d_matrix = parts[0]
-        for part in parts[1:]:
-            d_matrix = d_matrix + part
-        grads["kernel"] = mat.unmatrix(d_matrix)
+        grads["kernel"] = mat.unmatrix(blocks.backward(g, dxp))
         if with_x:
             grads["x"] = unpad(dxp, pads, spatial)
 
