@@ -26,6 +26,7 @@ from kgraph import (  # noqa: I001 (the engine first: the layers build on it)
     utils,
 )
 from kgraph.backend.autodiff import GradientTape, value_and_grad
+from kgraph.backend.name_scope import name_scope
 from kgraph.backend.variable import Variable
 from kgraph.dtype_policies import DTypePolicy, FloatDTypePolicy
 from kgraph.graph.keras_tensor import KerasTensor
@@ -52,7 +53,7 @@ __all__ = ["DTypePolicy", "FloatDTypePolicy", "GradientTape", "Initializer", "In
            "Layer", "Loss", "Metric", "Model", "Operation", "Optimizer", "Regularizer", "Sequential", "Variable",
            "__version__", "activations", "applications", "backend", "callbacks", "config", "constraints", "datasets",
            "dtype_policies", "initializers", "layers", "load_model", "losses", "metrics", "mixed_precision", "models",
-           "ops", "optimizers", "preprocessing", "random", "regularizers", "saving", "tree", "utils", "value_and_grad",
+           "name_scope", "ops", "optimizers", "preprocessing", "random", "regularizers", "saving", "tree", "utils", "value_and_grad",
            "version"]
 
 

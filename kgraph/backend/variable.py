@@ -2,6 +2,7 @@
 import numpy as np
 
 from kgraph import backend
+from kgraph.backend.name_scope import current_path
 
 
 class Variable:
@@ -21,7 +22,10 @@ class Variable:
         # optimizer's in-place passes over a column-major value beside row-major gradients ran 4x slower.
         self._value = np.array(value, dtype=dtype, order="C")
         self.name = name or "variable"
-        self.path = path or self.name
+        if not path:
+            scope = current_path()
+            path = f"{scope}/{self.name}" if scope else self.name
+        self.path = path
         self.trainable = bool(trainable)
 
     @property

@@ -6,6 +6,7 @@ import numpy as np
 
 from kgraph import backend, dtype_policies, tree
 from kgraph.backend import autodiff as _autodiff
+from kgraph.backend.name_scope import layer_scope, weight_path
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
 from kgraph.graph.node import Node
@@ -194,7 +195,7 @@ class Layer(Operation):
             initializer = "glorot_uniform" if np.issubdtype(np.dtype(dtype), np.floating) else "zeros"
         value = initializers.get(initializer)(shape, dtype=dtype)
         name = name or f"variable_{len(self._trainable_variables) + len(self._non_trainable_variables)}"
-        variable = Variable(value, name=name, trainable=trainable, dtype=dtype, path=f"{self.name}/{name}")
+        variable = Variable(value, name=name, trainable=trainable, dtype=dtype, path=weight_path(self, name))
         variable.constraint = constraints.get(constraint)
         (self._trainable_variables if trainable else self._non_trainable_variables).append(variable)
         if regularizer is not None:
@@ -337,13 +338,14 @@ class Layer(Operation):
             return
         shapes = [tree.map_structure(shape_of, a) for a in args]
         self._build_input_shape = shapes[0]
-        if self._build_arity >= 2 and len(shapes) >= 2:
-            self._build_extra_shapes = shapes[1: self._build_arity]
-            self.build(*shapes[: self._build_arity])
-        elif self._build_takes_shape:
-            self.build(shapes[0])
-        else:
-            self.build()
+        with layer_scope(self):  # as Keras: layers built inside another's build carry its name in their paths
+            if self._build_arity >= 2 and len(shapes) >= 2:
+                self._build_extra_shapes = shapes[1: self._build_arity]
+                self.build(*shapes[: self._build_arity])
+            elif self._build_takes_shape:
+                self.build(shapes[0])
+            else:
+                self.build()
         self.built = True
 
     def call(self, inputs, *args, **kwargs):
@@ -379,10 +381,8 @@ class Layer(Operation):
     def __call__(self, *args, **kwargs):
         if not args:
             args, kwargs = self._input_from_keywords(kwargs)
-        if len(args) == 1 and not kwargs:
-            symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten(args[0]))
-        else:
-            symbolic = any(isinstance(t, KerasTensor) for t in tree.flatten([list(args), kwargs]))
+        symbolic = any(isinstance(t, KerasTensor)
+                       for t in tree.flatten(args[0] if len(args) == 1 and not kwargs else [list(args), kwargs]))
         assert_input_compatibility(self.input_spec, args[0], self.name)
         if "training" in kwargs and not self._call_accepts_training:
             kwargs = {k: v for k, v in kwargs.items() if k != "training"}
@@ -406,11 +406,12 @@ class Layer(Operation):
         # As Keras: the mask arguments that are filled in also reach the output-spec inference.
         if self._spec_arguments is not None:
             extra = {k: v for k, v in extra.items() if k in self._spec_arguments}
-        if self.__dict__.get("_mixed_compute") is None and _autodiff._autocast.__dict__.get("dtype") is None:
-            outputs = self.compute_output_spec(*args, **kwargs, **extra)
-        else:
-            with _autodiff.autocast(self.__dict__.get("_mixed_compute")):
+        with layer_scope(self):
+            if self.__dict__.get("_mixed_compute") is None and _autodiff._autocast.__dict__.get("dtype") is None:
                 outputs = self.compute_output_spec(*args, **kwargs, **extra)
+            else:
+                with _autodiff.autocast(self.__dict__.get("_mixed_compute")):
+                    outputs = self.compute_output_spec(*args, **kwargs, **extra)
         Node(self, args, kwargs, outputs)
         masking.set_symbolic_masks(self, args[0], previous, outputs)
         return outputs
@@ -431,11 +432,12 @@ class Layer(Operation):
                 layer._losses.clear()
         _call_depth[0] += 1
         try:
-            if self.__dict__.get("_mixed_compute") is None and _autodiff._autocast.__dict__.get("dtype") is None:
-                outputs = self.call(*args, **kwargs)
-            else:  # a mixed-policy layer, or a layer inside one: each computes in its own compute dtype
-                with _autodiff.autocast(self.__dict__.get("_mixed_compute")):
+            with layer_scope(self):
+                if self.__dict__.get("_mixed_compute") is None and _autodiff._autocast.__dict__.get("dtype") is None:
                     outputs = self.call(*args, **kwargs)
+                else:  # a mixed-policy layer, or a layer inside one: each computes in its own compute dtype
+                    with _autodiff.autocast(self.__dict__.get("_mixed_compute")):
+                        outputs = self.call(*args, **kwargs)
         finally:
             _call_depth[0] -= 1
         if self.activity_regularizer is not None:

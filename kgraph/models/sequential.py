@@ -1,5 +1,6 @@
 """Sequential: a linear stack of layers, built incrementally (one node per layer)."""
 from kgraph import tree
+from kgraph.backend.name_scope import layer_scope
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
 from kgraph.graph.shape_inference import on_placeholders
 from kgraph.layers.core.input_layer import Input, InputLayer
@@ -57,7 +58,8 @@ class Sequential(Model):
             self.built = True  # as Keras: a stack with a known input shape is built as it grows
 
     def _call_layer(self, layer, tensor):
-        out = layer(tensor)
+        with layer_scope(self):  # as Keras: the stack's name leads its layers' weight paths
+            out = layer(tensor)
         if not isinstance(out, KerasTensor):
             raise ValueError(f"All layers in a Sequential model should have a single output tensor. "
                              f"Layer '{layer.name}' returned {len(tree.flatten(out))} tensors. "

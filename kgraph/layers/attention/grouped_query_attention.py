@@ -10,6 +10,7 @@ from kgraph.layers.attention.multi_head_attention import causal_mask, large_nega
 from kgraph.layers.core.einsum_dense import EinsumDense
 from kgraph.layers.layer import Layer
 from kgraph.layers.regularization.dropout import Dropout
+from kgraph.utils import naming
 
 
 class GroupQueryAttention(Layer):
@@ -33,6 +34,8 @@ class GroupQueryAttention(Layer):
                  sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None, **kwargs):
+        if not kwargs.get("name"):  # Keras's class is GroupedQueryAttention: its layers are named after that
+            kwargs["name"] = naming.uniquify("grouped_query_attention")
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         for argument, value in (("head_dim", head_dim), ("num_query_heads", num_query_heads),
                                 ("num_key_value_heads", num_key_value_heads)):

@@ -44,7 +44,8 @@ def test_a_wrapper_builds_tracks_and_saves_its_layer(tmp_path):
     x = RNG.standard_normal((2, 3)).astype("float32")
     out = wrapper(x)
     assert wrapper.layer.built and wrapper.layer._build_input_shape == (2, 3)
-    assert [w.path for w in wrapper.weights] == [f"{wrapper.layer.name}/kernel", f"{wrapper.layer.name}/bias"]
+    # As Keras: the wrapper builds its layer inside its own name scope.
+    assert [w.path for w in wrapper.weights] == [f"{wrapper.name}/{wrapper.layer.name}/{n}" for n in ("kernel", "bias")]
     np.testing.assert_allclose(out, x + 2.0 * wrapper.layer(x), rtol=1e-6)
     config = wrapper.get_config()
     assert config["layer"]["class_name"] == "Dense" and config["scale"] == 2.0

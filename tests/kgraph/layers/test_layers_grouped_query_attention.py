@@ -69,7 +69,9 @@ def test_sliding_window_is_a_band_mask_and_the_gate_scales_each_head():
                                plain(x, x, attention_mask=np.tril(band)[None].repeat(2, 0)), rtol=1e-5, atol=1e-6)
     gated = layers.GroupQueryAttention(2, 4, 2, use_gate=True)
     gated(x, x)
-    assert [w.path for w in gated.weights][4:6] == ["gate/kernel", "gate/bias"]
+    # Keras's paths: the sub-layers are built inside the layer's own scope, named as Keras's class.
+    assert gated.name.startswith("grouped_query_attention")
+    assert [w.path for w in gated.weights][4:6] == [f"{gated.name}/gate/kernel", f"{gated.name}/gate/bias"]
     gated_weights = _randomized(gated, RNG)
     gated.set_weights(gated_weights[:4] + [np.zeros_like(gated_weights[4]), np.full_like(gated_weights[5], -50.0)]
                       + gated_weights[6:])

@@ -174,8 +174,9 @@ def test_bidirectional_matches_references(merge_mode):
     x = rng.standard_normal((2, 4, 3)).astype("float32")
     layer = layers.Bidirectional(layers.LSTM(3, return_sequences=True, return_state=True), merge_mode=merge_mode)
     layer(x)
-    prefixes = [w.path.split("_")[0] for w in layer.weights]
-    assert prefixes == ["forward"] * 3 + ["backward"] * 3
+    # Keras's paths: "bidirectional/forward_lstm/..." (Keras has a cell layer below that; kgraph has none).
+    prefixes = [w.path.split("/")[1].split("_")[0] for w in layer.weights]
+    assert prefixes == ["forward"] * 3 + ["backward"] * 3 and layer.weights[0].path.startswith(layer.name + "/")
     weights = _randomize(layer, rng)
     forward, (fh, fc) = lstm_reference(x.astype(np.float64), *weights[:3])
     backward, (bh, bc) = lstm_reference(x.astype(np.float64), *weights[3:], go_backwards=True)

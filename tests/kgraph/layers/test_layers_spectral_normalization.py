@@ -40,7 +40,7 @@ def test_weights_are_keras_ordered_and_a_zero_kernel_is_left_alone():
     wrapper = layers.SpectralNormalization(layers.Dense(3, kernel_initializer="zeros"))
     x = RNG.standard_normal((2, 4)).astype("float32")
     wrapper(x, training=True)
-    dense = wrapper.layer.name
+    dense = f"{wrapper.name}/{wrapper.layer.name}"  # as Keras: built inside the wrapper's scope
     assert [w.path for w in wrapper.weights] == [f"{dense}/kernel", f"{wrapper.name}/vector_u", f"{dense}/bias"]
     assert [w.path for w in wrapper.trainable_weights] == [f"{dense}/kernel", f"{dense}/bias"]
     assert not np.any(wrapper.kernel.numpy()) and np.all(np.isfinite(wrapper.vector_u.numpy()))
