@@ -26,6 +26,7 @@ from kgraph import (  # noqa: I001 (the engine first: the layers build on it)
     utils,
 )
 from kgraph.backend.autodiff import GradientTape, value_and_grad
+from kgraph.backend.device import device
 from kgraph.backend.name_scope import name_scope
 from kgraph.backend.variable import Variable
 from kgraph.dtype_policies import DTypePolicy, FloatDTypePolicy
@@ -51,7 +52,7 @@ def version() -> str:
 
 __all__ = ["DTypePolicy", "FloatDTypePolicy", "GradientTape", "Initializer", "Input", "InputSpec", "KerasTensor",
            "Layer", "Loss", "Metric", "Model", "Operation", "Optimizer", "Regularizer", "Sequential", "Variable",
-           "__version__", "activations", "applications", "backend", "callbacks", "config", "constraints", "datasets",
+           "__version__", "activations", "applications", "backend", "callbacks", "config", "constraints", "datasets", "device",
            "dtype_policies", "initializers", "layers", "load_model", "losses", "metrics", "mixed_precision", "models",
            "name_scope", "ops", "optimizers", "preprocessing", "random", "regularizers", "saving", "tree", "utils", "value_and_grad",
            "version"]

@@ -1,4 +1,4 @@
-"""``keras.name_scope`` and the weight paths it gives: the same as Keras 3's for each way a layer is built."""
+"""``keras.name_scope`` (weight paths as Keras 3 gives them, for each way a layer is built) and ``keras.device``."""
 import numpy as np
 import pytest
 
@@ -85,3 +85,17 @@ def test_scopes_nest_and_a_layer_keeps_the_path_it_was_first_built_under():
 def test_a_scope_name_must_be_a_string_without_a_slash(name):
     with pytest.raises(ValueError, match="must be a string and cannot contain character `/`"):
         kgraph.name_scope(name)
+
+
+@pytest.mark.parametrize("name", ["cpu", "CPU:0", "/device:CPU:0", "/cpu:0"])
+def test_a_device_scope_on_the_cpu_runs_as_usual(name):
+    with kgraph.device(name):
+        out = kgraph.layers.Dense(2, kernel_initializer="ones")(np.ones((1, 3), "float32"))
+    np.testing.assert_array_equal(out, [[3.0, 3.0]])
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda:0", "/device:GPU:0", "mps", 0])
+def test_a_device_kgraph_cannot_run_on_is_refused_by_name(name):
+    with pytest.raises(ValueError, match="cannot run on device|expected a string"):
+        with kgraph.device(name):
+            pass
