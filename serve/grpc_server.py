@@ -1,7 +1,8 @@
-"""The Open Inference Protocol gRPC service (inference.GRPCInferenceService) on grpcio's asyncio server.
+"""The Open Inference Protocol gRPC service (inference.GRPCInferenceService).
 
-It runs on the REST server's event loop and answers from the same data plane (repository, model
-control, validation, batchers and statistics); errors carry the gRPC status matching the REST status.
+Its calls arrive over serve.http2's connections on the REST server's event loop (serve.grpc_calls) and are
+answered from the same data plane (repository, model control, validation, batchers and statistics); errors
+carry the gRPC status matching the REST status.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import orjson
 from google.protobuf import json_format
 
 from serve.dataplane import OFFLOAD_BYTES, DataPlane
+from serve.grpc_calls import Calls, Context, Listener, Method
 from serve.grpc_codec import encode_grpc_response, parse_grpc_request
 from serve.proto import inference_pb2 as pb
-from serve.proto import inference_pb2_grpc
 from serve.protocol import ProtocolError
 
 logger = logging.getLogger("serve.grpc")
@@ -44,7 +45,7 @@ def _rpc(method: _Rpc) -> _Rpc:
     """A unary RPC that answers a ProtocolError it raises with the matching gRPC status and the message."""
 
     @functools.wraps(method)
-    async def rpc(self: InferenceServicer, request, context: grpc.aio.ServicerContext):
+    async def rpc(self: InferenceServicer, request, context: Context):
         try:
             return await method(self, request, context)
         except ProtocolError as exc:
@@ -54,12 +55,12 @@ def _rpc(method: _Rpc) -> _Rpc:
     return rpc
 
 
-def _metadata(context: grpc.aio.ServicerContext) -> dict:
+def _metadata(context: Context) -> dict:
     """A call's invocation metadata as a mapping, for the restricted-API check."""
     return dict(context.invocation_metadata() or ())
 
 
-class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
+class InferenceServicer:
     """Each RPC of the service: the request message to a data plane call, its answer to the response message."""
 
     def __init__(self, plane: DataPlane, stream_inflight: int = 8) -> None:
@@ -185,96 +186,37 @@ class InferenceServicer(inference_pb2_grpc.GRPCInferenceServiceServicer):
         return pb.RepositoryModelUnloadResponse()
 
 
-access_logger = logging.getLogger("serve.access")
-
-
-def _log_call(method: str, start_ns: int, context: grpc.aio.ServicerContext) -> None:
-    code = context.code() or grpc.StatusCode.OK
-    access_logger.info("%s gRPC %s %s %.3f ms", context.peer(), method, code.name,
-                       (perf_counter_ns() - start_ns) / 1e6)
-
-
-class _AccessLog(grpc.aio.ServerInterceptor):
-    """An access log line for every call once it ends: peer, method, status code and duration (--log-verbose)."""
-
-    async def intercept_service(self, continuation, details):
-        handler = await continuation(details)
-        method = details.method
-        if handler is not None and handler.unary_unary is not None:
-            behaviour = handler.unary_unary
-
-            async def unary(request, context):
-                context.add_done_callback(functools.partial(_log_call, method, perf_counter_ns()))
-                return await behaviour(request, context)
-
-            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
-        if handler is not None and handler.stream_stream is not None:
-            stream_behaviour = handler.stream_stream
-
-            async def stream(requests, context):
-                context.add_done_callback(functools.partial(_log_call, method, perf_counter_ns()))
-                async for response in stream_behaviour(requests, context):
-                    yield response
-
-            return grpc.stream_stream_rpc_method_handler(stream, handler.request_deserializer,
-                                                         handler.response_serializer)
-        return handler
-
-
 _SERVICE = "inference.GRPCInferenceService"
 
 
-def add_service(servicer: InferenceServicer, server: grpc.aio.Server) -> None:
-    """Serve every method of the service from SERVICER, with only ModelInfer registered with gRPC's core.
-
-    grpcio's asyncio server keeps one pending call request per registered method, plus one for the generic
-    handlers, and waits on all of them (asyncio.wait) for every call it accepts: on uvloop that wait took
-    10.6 us over the 12 requests of a fully registered service and 6.6 us over 2, on this project's 2-core
-    machine. The other methods are found by name through the generic handler, a dictionary lookup per call.
-    """
-    handlers = {}
+def methods(servicer: InferenceServicer) -> dict[bytes, Method]:
+    """Every method of the service by its HTTP/2 path, answered by SERVICER."""
+    table = {}
     for method in pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods:
-        make = grpc.stream_stream_rpc_method_handler if method.client_streaming else grpc.unary_unary_rpc_method_handler
-        handlers[method.name] = make(
-            getattr(servicer, method.name),
-            request_deserializer=getattr(pb, method.input_type.name).FromString,
-            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
-        )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
-    server.add_registered_method_handlers(_SERVICE, {"ModelInfer": handlers["ModelInfer"]})
+        path = f"/{_SERVICE}/{method.name}"
+        table[path.encode()] = Method(method.name, path, getattr(pb, method.input_type.name).FromString,
+                                      method.client_streaming, getattr(servicer, method.name))
+    return table
 
 
 class GrpcServer:
-    """grpcio's asyncio server for the service, started and stopped with the REST app."""
+    """The gRPC port, started and stopped with the REST app: serve.http2 connections on the same event loop."""
 
     def __init__(self, servicer: InferenceServicer, host: str, port: int, max_request_bytes: int,
                  access_log: bool = False) -> None:
         self.servicer = servicer
         self.address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
-        self.max_request_bytes = max_request_bytes
-        self.access_log = access_log
-        self._server: grpc.aio.Server | None = None
+        calls = Calls(methods(servicer), servicer.plane.admission, max_request_bytes, access_log)
+        self._listener = Listener(calls, host, port)
 
     async def start(self) -> None:
         """Bind and start serving on the running event loop."""
-        server = grpc.aio.server(
-            interceptors=[_AccessLog()] if self.access_log else None,
-            options=[
-                ("grpc.max_receive_message_length", self.max_request_bytes),
-                ("grpc.max_send_message_length", -1),
-                ("grpc.so_reuseport", 0),
-            ]
-        )
-        add_service(self.servicer, server)
         try:
-            server.add_insecure_port(self.address)
-        except RuntimeError as exc:
+            await self._listener.start()
+        except OSError as exc:
             raise RuntimeError(f"cannot bind the gRPC port {self.address}: {exc}") from None
-        await server.start()
-        self._server = server
-        logger.info("gRPC service inference.GRPCInferenceService on %s", self.address)
+        logger.info("gRPC service %s on %s", _SERVICE, self.address)
 
     async def stop(self) -> None:
         """Finish in-flight calls (up to 30 s), refusing new ones."""
-        if self._server is not None:
-            await self._server.stop(grace=30)
+        await self._listener.stop(grace=30)

@@ -1,0 +1,431 @@
+"""gRPC calls over serve.http2's streams: the service's methods by path, length-prefixed messages, metadata,
+deadlines, statuses in trailers, and the listener that the REST app starts and stops.
+
+The servicer (serve.grpc_server.InferenceServicer) keeps grpcio's servicer shape: each method takes the
+request message (or, for a streaming method, an async iterator of them) and a context with `abort`,
+`invocation_metadata`, `peer`, `code` and `add_done_callback`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import logging
+import time
+from collections.abc import Callable
+from urllib.parse import quote
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from serve.http2 import CANCEL, Handler, Http2Connection, Stream, literal
+from serve.protocol import ProtocolError
+
+logger = logging.getLogger("serve.grpc")
+access_logger = logging.getLogger("serve.access")
+
+OK = grpc.StatusCode.OK
+_HEAD = b"\x88" + b"\x0f\x10\x10application/grpc"  # :status 200 (static index 8), content-type (static name 31)
+_OK_TRAILERS = literal(b"grpc-status", b"0")
+# Headers that are the transport's, not the call's metadata.
+_NOT_METADATA = frozenset((b"content-type", b"te", b"grpc-timeout", b"grpc-encoding", b"grpc-accept-encoding",
+                           b"user-agent"))
+_TIMEOUT_UNITS = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
+_MAX_MESSAGE_HEADER = 5
+
+
+class Abort(Exception):
+    """Ends a call with a status (raised by the context's abort)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+def trailers(code: grpc.StatusCode, details: str = "", head: bool = False) -> bytes:
+    """The header block that ends a call with CODE (and the HTTP head first, for a trailers-only answer)."""
+    block = (_HEAD if head else b"") + literal(b"grpc-status", str(code.value[0]).encode())
+    if details:
+        block += literal(b"grpc-message", quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~").encode())
+    return block
+
+
+def message(payload: bytes) -> bytes:
+    """PAYLOAD as one length-prefixed, uncompressed gRPC message."""
+    return b"\x00" + len(payload).to_bytes(4, "big") + payload
+
+
+class Method:
+    """One method of the service: how its messages are parsed and written, and the servicer's code for it."""
+
+    __slots__ = ("name", "path", "parse", "streaming", "behaviour")
+
+    def __init__(self, name: str, path: str, parse: Callable, streaming: bool, behaviour: Callable) -> None:
+        self.name, self.path, self.parse, self.streaming, self.behaviour = name, path, parse, streaming, behaviour
+
+
+class Context:
+    """What a method sees of its call (grpcio's servicer context, in the part the servicer uses)."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+        raise Abort(code, details)
+
+    def invocation_metadata(self) -> tuple:
+        return self.call.metadata()
+
+    def peer(self) -> str:
+        return self.call.connection.peer
+
+    def code(self) -> grpc.StatusCode | None:
+        return self.call.code
+
+    def time_remaining(self) -> float | None:
+        deadline = self.call.deadline
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def add_done_callback(self, callback: Callable) -> None:
+        self.call.done_callbacks.append(callback)
+
+
+class Call:
+    """One call on one stream: its method, the message bytes received so far, and the task answering it."""
+
+    __slots__ = ("connection", "stream", "method", "buffer", "messages", "waiter", "ended", "task", "code",
+                 "deadline", "timer", "done_callbacks", "started_ns", "held", "calls", "head_sent", "uncredited")
+
+    def __init__(self, calls: Calls, connection: Http2Connection, stream: Stream, method: Method) -> None:
+        self.calls = calls
+        self.connection = connection
+        self.stream = stream
+        self.method = method
+        self.buffer = bytearray()
+        self.messages: list[bytes] = []
+        self.waiter: asyncio.Future | None = None
+        self.ended = False
+        self.task: asyncio.Task | None = None
+        self.code: grpc.StatusCode | None = None
+        self.deadline: float | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.done_callbacks: list[Callable] = []
+        self.started_ns = time.perf_counter_ns()
+        self.held = 0  # bytes of an unfinished large message counted by admission control
+        self.head_sent = False
+        self.uncredited = 0  # a stream's received bytes not yet read, so not yet given back to the peer
+
+    def metadata(self) -> tuple:
+        pairs = []
+        for name, value in self.stream.headers:
+            if name[:1] == b":" or name in _NOT_METADATA:
+                continue
+            key = name.decode("latin-1")
+            pairs.append((key, base64.b64decode(value + b"==") if key.endswith("-bin") else value.decode("latin-1")))
+        return tuple(pairs)
+
+    # -- messages in
+
+    def received(self, data: bytes) -> None:
+        """Frame the bytes into messages; a unary call's bytes are consumed at once, a stream's when read."""
+        if self.method.streaming:
+            self.uncredited += len(data)
+        else:
+            self.connection.credit(self.stream, len(data))
+        buffer = self.buffer
+        buffer += data
+        while len(buffer) >= _MAX_MESSAGE_HEADER:
+            if buffer[0] not in (0, 1):
+                raise Abort(grpc.StatusCode.INTERNAL, f"a message with the compression flag {buffer[0]}")
+            if buffer[0] == 1:
+                raise Abort(grpc.StatusCode.UNIMPLEMENTED, "compressed messages are not supported; send them "
+                                                           "uncompressed (grpc-encoding identity)")
+            length = int.from_bytes(buffer[1:5], "big")
+            limit = self.calls.max_message_bytes
+            if length > limit:
+                raise Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                            f"received message larger than max ({length} vs. {limit})")
+            self._hold(length)
+            if len(buffer) < _MAX_MESSAGE_HEADER + length:
+                break
+            self.messages.append(bytes(buffer[5:5 + length]))
+            del buffer[:5 + length]
+            self._release()
+        self._wake()
+
+    def _hold(self, length: int) -> None:
+        """Count a large message's bytes with admission control while it arrives, so that many slow uploads
+        cannot hold more memory than the in-flight bound allows."""
+        if length >= self.calls.hold_bytes and not self.held:
+            self.calls.admission.enter(length)
+            self.held = length
+
+    def _release(self) -> None:
+        if self.held:
+            self.calls.admission.leave(self.held)
+            self.held = 0
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def end(self) -> None:
+        self.ended = True
+        self._wake()
+
+    async def requests(self):
+        """A streaming method's requests, each parsed as it is read; the stream's window reopens as they are."""
+        while True:
+            while not self.messages:
+                if self.ended:
+                    if self.buffer:
+                        raise Abort(grpc.StatusCode.INTERNAL, "the stream ended inside a message")
+                    return
+                self.waiter = asyncio.get_running_loop().create_future()
+                await self.waiter
+                self.waiter = None
+            payload = self.messages.pop(0)
+            self.uncredited -= len(payload) + _MAX_MESSAGE_HEADER
+            self.connection.credit(self.stream, len(payload) + _MAX_MESSAGE_HEADER)
+            yield self._parse(payload)
+
+    def _parse(self, payload: bytes):
+        try:
+            return self.method.parse(payload)
+        except DecodeError as exc:
+            raise Abort(grpc.StatusCode.INVALID_ARGUMENT,
+                        f"the request is not a valid {self.method.name} request message: {exc}") from None
+
+    def single(self):
+        """A unary method's one request message."""
+        if self.buffer:
+            raise Abort(grpc.StatusCode.INTERNAL, "the request ended inside a message")
+        if len(self.messages) != 1:
+            raise Abort(grpc.StatusCode.UNIMPLEMENTED if self.messages else grpc.StatusCode.INTERNAL,
+                        f"a unary call needs exactly one request message, not {len(self.messages)}")
+        return self._parse(self.messages.pop())
+
+    # -- ending
+
+    def finish(self, code: grpc.StatusCode, details: str = "") -> None:
+        """Send the status (with the answer's head when none was sent) and run the done callbacks, once."""
+        if self.code is not None:
+            return
+        self.code = code
+        self._settle()
+        self.connection.send(self.stream, b"", b"", trailers(code, details, not self.head_sent))
+        self._done()
+
+    def _settle(self) -> None:
+        """Stop the deadline's timer, and give back what the call held: admission bytes, unread window."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self._release()
+        if self.uncredited:
+            self.connection.credit(None, self.uncredited)
+            self.uncredited = 0
+
+    def _done(self) -> None:
+        context = Context(self)
+        for callback in self.done_callbacks:
+            try:
+                callback(context)
+            except Exception:
+                logger.exception("a gRPC call's done callback failed")
+
+    def cancelled(self) -> None:
+        """The peer reset the stream (or the connection went): stop the work, answer nothing."""
+        self._settle()
+        if self.code is None:
+            self.code = grpc.StatusCode.CANCELLED
+            if self.task is not None and not self.task.done():
+                self.task.cancel()
+            self._done()
+        self._wake()
+
+    def expire(self) -> None:
+        """The deadline passed: the call ends DEADLINE_EXCEEDED and its work is cancelled."""
+        self.timer = None
+        if self.code is None:
+            self.finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+            if self.task is not None and not self.task.done():
+                self.task.cancel()
+
+
+def _timeout(value: bytes) -> float | None:
+    """grpc-timeout's value in seconds (None when malformed)."""
+    unit = _TIMEOUT_UNITS.get(value[-1:])
+    digits = value[:-1]
+    if unit is None or not digits.isdigit() or len(digits) > 8:
+        return None
+    return int(digits) * unit
+
+
+class Calls(Handler):
+    """The gRPC side of every connection: a call per stream, answered by the service's methods."""
+
+    def __init__(self, methods: dict[bytes, Method], admission, max_message_bytes: int, access_log: bool) -> None:
+        self.methods = methods
+        self.admission = admission
+        self.max_message_bytes = max_message_bytes
+        self.hold_bytes = 1 << 16
+        self.access_log = access_log
+
+    def opened(self, connection: Http2Connection, stream: Stream, ended: bool) -> None:
+        headers = dict(stream.headers)
+        failure = self._refusal(headers)
+        if failure is not None:
+            connection.send(stream, b"", b"", failure)
+            return
+        method = self.methods.get(headers.get(b":path", b""))
+        if method is None:
+            path = headers.get(b":path", b"").decode("latin-1")
+            connection.send(stream, b"", b"", trailers(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {path}",
+                                                       head=True))
+            return
+        call = Call(self, connection, stream, method)
+        stream.call = call
+        if self.access_log:
+            call.done_callbacks.append(functools.partial(_log_call, method.path))
+        timeout = headers.get(b"grpc-timeout")
+        if timeout is not None:
+            seconds = _timeout(timeout)
+            if seconds is None:
+                call.finish(grpc.StatusCode.INVALID_ARGUMENT, f"a malformed grpc-timeout {timeout!r}")
+                return
+            call.deadline = time.monotonic() + seconds
+            call.timer = asyncio.get_running_loop().call_later(seconds, call.expire)
+        if method.streaming:
+            call.task = asyncio.ensure_future(self._stream(call))
+        if ended:
+            self.ended(connection, stream)
+
+    @staticmethod
+    def _refusal(headers: dict) -> bytes | None:
+        """The answer to a request that is not a gRPC call (wrong method or content type), else None."""
+        if headers.get(b":method") != b"POST":
+            return b"\x08\x03405" + literal(b"allow", b"POST")
+        content_type = headers.get(b"content-type", b"")
+        if not content_type.startswith(b"application/grpc"):
+            return b"\x08\x03415" + literal(b"content-type", b"text/plain")
+        return None
+
+    def received(self, connection: Http2Connection, stream: Stream, data: bytes) -> None:
+        call = stream.call
+        if call is None or call.code is not None:
+            connection.credit(stream, len(data))
+            return
+        try:
+            call.received(data)
+        except Abort as exc:
+            call.finish(exc.code, exc.details)
+            if call.task is not None:
+                call.task.cancel()
+        except ProtocolError as exc:  # admission control's capacity error
+            call.finish(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.message)
+            if call.task is not None:
+                call.task.cancel()
+
+    def ended(self, connection: Http2Connection, stream: Stream) -> None:
+        call = stream.call
+        if call is None or call.code is not None:
+            return
+        call.end()
+        if not call.method.streaming:
+            call.task = asyncio.ensure_future(self._unary(call))
+
+    def reset(self, connection: Http2Connection, stream: Stream) -> None:
+        if stream.call is not None:
+            stream.call.cancelled()
+
+    async def _unary(self, call: Call) -> None:
+        try:
+            response = await call.method.behaviour(call.single(), Context(call))
+            payload = response.SerializeToString()
+        except Abort as exc:
+            call.finish(exc.code, exc.details)
+            return
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            logger.exception("gRPC %s failed", call.method.name)
+            call.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+            return
+        if call.code is None:
+            call.code = OK
+            call.head_sent = True
+            call._settle()
+            call.connection.send(call.stream, _HEAD, message(payload), _OK_TRAILERS)
+            if call.done_callbacks:
+                call._done()
+
+    async def _stream(self, call: Call) -> None:
+        try:
+            async for response in call.method.behaviour(call.requests(), Context(call)):
+                if call.code is not None:
+                    return
+                head = b"" if call.head_sent else _HEAD
+                call.head_sent = True
+                call.connection.send(call.stream, head, message(response.SerializeToString()), None)
+        except Abort as exc:
+            call.finish(exc.code, exc.details)
+            return
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            logger.exception("gRPC %s failed", call.method.name)
+            call.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+            return
+        call.finish(OK)
+
+
+def _log_call(path: str, context: Context) -> None:
+    call = context.call
+    code = call.code or grpc.StatusCode.UNKNOWN
+    access_logger.info("%s gRPC %s %s %.3f ms", call.connection.peer, path, code.name,
+                       (time.perf_counter_ns() - call.started_ns) / 1e6)
+
+
+class Listener:
+    """The gRPC port: a server of HTTP/2 connections on the running event loop, started and stopped with the app."""
+
+    def __init__(self, calls: Calls, host: str, port: int, max_streams: int = 256) -> None:
+        self.calls = calls
+        self.host, self.port = host, port
+        self.max_streams = max_streams
+        self.connections: set[Http2Connection] = set()
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        host = self.host.strip("[]")
+
+        def connection() -> Http2Connection:
+            made = Http2Connection(self.calls, self.max_streams, self.connections.discard)
+            self.connections.add(made)
+            return made
+
+        self._server = await loop.create_server(connection, host, self.port, reuse_address=True)
+
+    async def stop(self, grace: float = 30.0) -> None:
+        """Refuse new calls (GOAWAY), let the calls in flight finish for up to GRACE seconds, then close."""
+        if self._server is None:
+            return
+        self._server.close()
+        for connection in list(self.connections):
+            connection.go_away()
+        deadline = time.monotonic() + grace
+        while self.connections and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for connection in list(self.connections):
+            for stream in list(connection.streams.values()):
+                connection.reset_stream(stream, CANCEL)
+            connection.transport.close()
+        await self._server.wait_closed()
+        self._server = None
