@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import enum
 import functools
 import logging
 import time
 from collections.abc import Callable
 from urllib.parse import quote
 
-import grpc
 from google.protobuf.message import DecodeError
 
 from serve.http2 import CANCEL, Handler, Http2Connection, Stream, literal
@@ -25,7 +25,31 @@ from serve.protocol import ProtocolError
 logger = logging.getLogger("serve.grpc")
 access_logger = logging.getLogger("serve.access")
 
-OK = grpc.StatusCode.OK
+
+
+class StatusCode(enum.Enum):
+    """gRPC's status codes (grpc/doc/statuscodes.md): the number sent in grpc-status."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
+OK = StatusCode.OK
 _HEAD = b"\x88" + b"\x0f\x10\x10application/grpc"  # :status 200 (static index 8), content-type (static name 31)
 _OK_TRAILERS = literal(b"grpc-status", b"0")
 # Headers that are the transport's, not the call's metadata.
@@ -38,15 +62,15 @@ _MAX_MESSAGE_HEADER = 5
 class Abort(Exception):
     """Ends a call with a status (raised by the context's abort)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    def __init__(self, code: StatusCode, details: str) -> None:
         super().__init__(details)
         self.code = code
         self.details = details
 
 
-def trailers(code: grpc.StatusCode, details: str = "", head: bool = False) -> bytes:
+def trailers(code: StatusCode, details: str = "", head: bool = False) -> bytes:
     """The header block that ends a call with CODE (and the HTTP head first, for a trailers-only answer)."""
-    block = (_HEAD if head else b"") + literal(b"grpc-status", str(code.value[0]).encode())
+    block = (_HEAD if head else b"") + literal(b"grpc-status", str(code.value).encode())
     if details:
         block += literal(b"grpc-message", quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~").encode())
     return block
@@ -74,7 +98,7 @@ class Context:
     def __init__(self, call: Call) -> None:
         self.call = call
 
-    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+    async def abort(self, code: StatusCode, details: str = "") -> None:
         raise Abort(code, details)
 
     def invocation_metadata(self) -> tuple:
@@ -83,7 +107,7 @@ class Context:
     def peer(self) -> str:
         return self.call.connection.peer
 
-    def code(self) -> grpc.StatusCode | None:
+    def code(self) -> StatusCode | None:
         return self.call.code
 
     def time_remaining(self) -> float | None:
@@ -110,7 +134,7 @@ class Call:
         self.waiter: asyncio.Future | None = None
         self.ended = False
         self.task: asyncio.Task | None = None
-        self.code: grpc.StatusCode | None = None
+        self.code: StatusCode | None = None
         self.deadline: float | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.done_callbacks: list[Callable] = []
@@ -140,14 +164,14 @@ class Call:
         buffer += data
         while len(buffer) >= _MAX_MESSAGE_HEADER:
             if buffer[0] not in (0, 1):
-                raise Abort(grpc.StatusCode.INTERNAL, f"a message with the compression flag {buffer[0]}")
+                raise Abort(StatusCode.INTERNAL, f"a message with the compression flag {buffer[0]}")
             if buffer[0] == 1:
-                raise Abort(grpc.StatusCode.UNIMPLEMENTED, "compressed messages are not supported; send them "
+                raise Abort(StatusCode.UNIMPLEMENTED, "compressed messages are not supported; send them "
                                                            "uncompressed (grpc-encoding identity)")
             length = int.from_bytes(buffer[1:5], "big")
             limit = self.calls.max_message_bytes
             if length > limit:
-                raise Abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                raise Abort(StatusCode.RESOURCE_EXHAUSTED,
                             f"received message larger than max ({length} vs. {limit})")
             self._hold(length)
             if len(buffer) < _MAX_MESSAGE_HEADER + length:
@@ -184,7 +208,7 @@ class Call:
             while not self.messages:
                 if self.ended:
                     if self.buffer:
-                        raise Abort(grpc.StatusCode.INTERNAL, "the stream ended inside a message")
+                        raise Abort(StatusCode.INTERNAL, "the stream ended inside a message")
                     return
                 self.waiter = asyncio.get_running_loop().create_future()
                 await self.waiter
@@ -198,21 +222,21 @@ class Call:
         try:
             return self.method.parse(payload)
         except DecodeError as exc:
-            raise Abort(grpc.StatusCode.INVALID_ARGUMENT,
+            raise Abort(StatusCode.INVALID_ARGUMENT,
                         f"the request is not a valid {self.method.name} request message: {exc}") from None
 
     def single(self):
         """A unary method's one request message."""
         if self.buffer:
-            raise Abort(grpc.StatusCode.INTERNAL, "the request ended inside a message")
+            raise Abort(StatusCode.INTERNAL, "the request ended inside a message")
         if len(self.messages) != 1:
-            raise Abort(grpc.StatusCode.UNIMPLEMENTED if self.messages else grpc.StatusCode.INTERNAL,
+            raise Abort(StatusCode.UNIMPLEMENTED if self.messages else StatusCode.INTERNAL,
                         f"a unary call needs exactly one request message, not {len(self.messages)}")
         return self._parse(self.messages.pop())
 
     # -- ending
 
-    def finish(self, code: grpc.StatusCode, details: str = "") -> None:
+    def finish(self, code: StatusCode, details: str = "") -> None:
         """Send the status (with the answer's head when none was sent) and run the done callbacks, once."""
         if self.code is not None:
             return
@@ -243,7 +267,7 @@ class Call:
         """The peer reset the stream (or the connection went): stop the work, answer nothing."""
         self._settle()
         if self.code is None:
-            self.code = grpc.StatusCode.CANCELLED
+            self.code = StatusCode.CANCELLED
             if self.task is not None and not self.task.done():
                 self.task.cancel()
             self._done()
@@ -253,7 +277,7 @@ class Call:
         """The deadline passed: the call ends DEADLINE_EXCEEDED and its work is cancelled."""
         self.timer = None
         if self.code is None:
-            self.finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+            self.finish(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
             if self.task is not None and not self.task.done():
                 self.task.cancel()
 
@@ -286,7 +310,7 @@ class Calls(Handler):
         method = self.methods.get(headers.get(b":path", b""))
         if method is None:
             path = headers.get(b":path", b"").decode("latin-1")
-            connection.send(stream, b"", b"", trailers(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {path}",
+            connection.send(stream, b"", b"", trailers(StatusCode.UNIMPLEMENTED, f"Method not found: {path}",
                                                        head=True))
             return
         call = Call(self, connection, stream, method)
@@ -297,7 +321,7 @@ class Calls(Handler):
         if timeout is not None:
             seconds = _timeout(timeout)
             if seconds is None:
-                call.finish(grpc.StatusCode.INVALID_ARGUMENT, f"a malformed grpc-timeout {timeout!r}")
+                call.finish(StatusCode.INVALID_ARGUMENT, f"a malformed grpc-timeout {timeout!r}")
                 return
             call.deadline = time.monotonic() + seconds
             call.timer = asyncio.get_running_loop().call_later(seconds, call.expire)
@@ -328,7 +352,7 @@ class Calls(Handler):
             if call.task is not None:
                 call.task.cancel()
         except ProtocolError as exc:  # admission control's capacity error
-            call.finish(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.message)
+            call.finish(StatusCode.RESOURCE_EXHAUSTED, exc.message)
             if call.task is not None:
                 call.task.cancel()
 
@@ -355,7 +379,7 @@ class Calls(Handler):
             return
         except Exception as exc:
             logger.exception("gRPC %s failed", call.method.name)
-            call.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+            call.finish(StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
             return
         if call.code is None:
             call.code = OK
@@ -380,14 +404,14 @@ class Calls(Handler):
             return
         except Exception as exc:
             logger.exception("gRPC %s failed", call.method.name)
-            call.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+            call.finish(StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
             return
         call.finish(OK)
 
 
 def _log_call(path: str, context: Context) -> None:
     call = context.call
-    code = call.code or grpc.StatusCode.UNKNOWN
+    code = call.code or StatusCode.UNKNOWN
     access_logger.info("%s gRPC %s %s %.3f ms", call.connection.peer, path, code.name,
                        (time.perf_counter_ns() - call.started_ns) / 1e6)
 

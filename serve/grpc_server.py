@@ -13,12 +13,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from time import perf_counter_ns
 
-import grpc
 import orjson
 from google.protobuf import json_format
 
 from serve.dataplane import OFFLOAD_BYTES, DataPlane
-from serve.grpc_calls import Calls, Context, Listener, Method
+from serve.grpc_calls import Calls, Context, Listener, Method, StatusCode
 from serve.grpc_codec import encode_grpc_response, parse_grpc_request
 from serve.proto import inference_pb2 as pb
 from serve.protocol import ProtocolError
@@ -26,19 +25,19 @@ from serve.protocol import ProtocolError
 logger = logging.getLogger("serve.grpc")
 
 _STATUS_CODES = {
-    400: grpc.StatusCode.INVALID_ARGUMENT,
-    403: grpc.StatusCode.PERMISSION_DENIED,
-    404: grpc.StatusCode.NOT_FOUND,
-    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    503: grpc.StatusCode.UNAVAILABLE,
+    400: StatusCode.INVALID_ARGUMENT,
+    403: StatusCode.PERMISSION_DENIED,
+    404: StatusCode.NOT_FOUND,
+    413: StatusCode.RESOURCE_EXHAUSTED,
+    503: StatusCode.UNAVAILABLE,
 }
 
 _Rpc = Callable[..., Awaitable[object]]
 
 
-def status_code(status: int) -> grpc.StatusCode:
+def status_code(status: int) -> StatusCode:
     """The gRPC status code matching an HTTP status of the REST API."""
-    return _STATUS_CODES.get(status, grpc.StatusCode.INTERNAL)
+    return _STATUS_CODES.get(status, StatusCode.INTERNAL)
 
 
 def _rpc(method: _Rpc) -> _Rpc:
@@ -49,7 +48,7 @@ def _rpc(method: _Rpc) -> _Rpc:
         try:
             return await method(self, request, context)
         except ProtocolError as exc:
-            code = grpc.StatusCode.RESOURCE_EXHAUSTED if exc.exhausted else status_code(exc.status)
+            code = StatusCode.RESOURCE_EXHAUSTED if exc.exhausted else status_code(exc.status)
             await context.abort(code, exc.message)
 
     return rpc
