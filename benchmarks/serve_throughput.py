@@ -3,9 +3,10 @@ in-process onnxruntime.
 
 Builds a 784-512-512-10 MLP (ReLU, softmax) with onnx.helper, starts each server as its own
 process, and drives single-sample requests from a separate load-generator process (wrk with a Lua
-script when it is on PATH, else a lean asyncio client over raw keep-alive connections; gRPC rows
-send tritonclient.grpc's ModelInferRequest, serialized once, over one grpc.aio channel with as
-many calls in flight as the concurrency).
+script when it is on PATH, else a lean asyncio client over raw keep-alive connections). gRPC rows
+send tritonclient.grpc's ModelInferRequest, serialized once, over one connection with as many calls
+in flight as the concurrency: "grpc" from prepared HTTP/2 frames (benchmarks/grpc_load.py, the
+counterpart of the raw REST client), "grpcio" through a grpc.aio channel (a real client's own cost).
 The floors answer every request with a prepared response and no work: uvicorn with httptools on
 uvloop (REST), grpcio's asyncio server on uvloop and its thread-pool server (gRPC). The table also
 shows the CPU time the server process and the load generator spent per request: what a server
@@ -47,6 +48,8 @@ from serve_peers import FLOOR_SERVER, MINIMAL_SERVER
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "mlp"
+# Request kinds: gRPC from prepared HTTP/2 frames (benchmarks/grpc_load.py) and from grpcio's client, REST bodies.
+BODIES = ("grpc", "grpcio", "binary", "json")
 FEATURES = 784
 
 WRK_SCRIPT = """
@@ -179,16 +182,22 @@ async def drive_rest(port: int, request: bytes, concurrency: int, duration: floa
     return _summary(latencies, errors, duration, sent_count)
 
 
+def _grpc_payload() -> bytes:
+    """tritonclient.grpc's ModelInferRequest, serialized once: like the REST client's prepared bytes, this
+    keeps the load generator's own cost per call low."""
+    from tritonclient.grpc import service_pb2
+
+    sample = np.random.default_rng(1).random((1, FEATURES), dtype=np.float32)
+    request = service_pb2.ModelInferRequest(model_name=MODEL, raw_input_contents=[sample.astype("<f4").tobytes()])
+    request.inputs.add(name="x", datatype="FP32", shape=[1, FEATURES])
+    return request.SerializeToString()
+
+
 async def _drive_grpc(address: str, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
     import grpc
     from tritonclient.grpc import service_pb2
 
-    # tritonclient.grpc's messages, serialized once: like the REST client's prepared bytes,
-    # this keeps the load generator's own cost per call low.
-    sample = np.random.default_rng(1).random((1, FEATURES), dtype=np.float32)
-    request = service_pb2.ModelInferRequest(model_name=MODEL, raw_input_contents=[sample.astype("<f4").tobytes()])
-    request.inputs.add(name="x", datatype="FP32", shape=[1, FEATURES])
-    payload = request.SerializeToString()
+    payload = _grpc_payload()
     latencies: list[float] = []
     errors = 0
     sent_count = 0
@@ -218,6 +227,14 @@ async def _drive_grpc(address: str, concurrency: int, duration: float, warmup: f
     return _summary(latencies, errors, duration, sent_count)
 
 
+async def _drive_grpc_frames(port: int, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
+    from grpc_load import drive
+
+    latencies, errors, sent = await drive(port, "/inference.GRPCInferenceService/ModelInfer", _grpc_payload(),
+                                          concurrency, duration, warmup, limit)
+    return _summary(latencies, errors, duration, sent)
+
+
 def loadgen_main(args: argparse.Namespace) -> None:
     """Entry point of the load-generator process: prints one JSON result line."""
     try:
@@ -229,8 +246,10 @@ def loadgen_main(args: argparse.Namespace) -> None:
     concurrency, limit = args.concurrency[0], args.limit
     duration = args.duration if not limit else float("inf")
     warmup = args.warmup if not limit else 0.0
-    if args.request_file == "grpc":
+    if args.request_file == "grpcio":
         result = asyncio.run(_drive_grpc(f"127.0.0.1:{args.port}", concurrency, duration, warmup, limit))
+    elif args.request_file == "grpc":
+        result = asyncio.run(_drive_grpc_frames(args.port, concurrency, duration, warmup, limit))
     else:
         request = Path(args.request_file).read_bytes()
         result = asyncio.run(drive_rest(args.port, request, concurrency, duration, warmup, limit))
@@ -248,7 +267,7 @@ def run_load(port: int, body: bytes | None, headers: dict[str, str], concurrency
     """
     path = f"/v2/models/{MODEL}/infer"
     if body is None:
-        request_file = "grpc"
+        request_file = headers["loadgen"]
     elif shutil.which("wrk") and not limit:
         return _run_wrk(port, path, body, headers, concurrency, duration, workdir)
     else:
@@ -413,7 +432,7 @@ def _servers(args: argparse.Namespace, model: Path, workdir: Path) -> dict[str, 
     for group, name, cwd in (("on", "serve, batching on", ROOT), ("baseline", "baseline, batching on", args.baseline)):
         command = [sys.executable, "-m", "serve", str(model), "--log-level", "warning"]
         command += ["--threads", str(args.threads)] if args.threads else []
-        bodies = ("grpc", "binary", "json") if group == "on" else ("grpc", "binary")
+        bodies = ("grpc", "grpcio", "binary", "json") if group == "on" else ("grpc", "grpcio", "binary")
         if cwd is not None:
             add(group, name, command, bodies, grpc=True, cwd=cwd)
     command = [sys.executable, "-m", "serve", str(model), "--log-level", "warning", "--grpc-port", "0", "--no-batching"]
@@ -421,7 +440,7 @@ def _servers(args: argparse.Namespace, model: Path, workdir: Path) -> dict[str, 
         ("binary", "json"))
     add("floors", "floor: uvicorn", [sys.executable, str(floor_file), "rest"], ("binary",))
     for kind in ("grpc.aio", "grpc sync"):
-        add("floors", f"floor: {kind}", [sys.executable, str(floor_file), kind.replace(" ", "")], ("grpc",),
+        add("floors", f"floor: {kind}", [sys.executable, str(floor_file), kind.replace(" ", "")], ("grpc", "grpcio"),
             rest=False, grpc=True)
     return servers
 
@@ -450,7 +469,7 @@ def _measure(args, servers, processes, bodies, model, sample, workdir, duration,
         ceilings.append(in_process_ceiling(model, sample, duration / 2))
         for name, body, c in points:
             server = servers[name]
-            port = server["grpc_port"] if body == "grpc" else server["port"]
+            port = server["grpc_port"] if body.startswith("grpc") else server["port"]
             measured[(name, body, c)].append(run_load(port, *bodies[body], c, duration, workdir,
                                                       server=processes[name]))
     return measured, ceilings
@@ -473,12 +492,14 @@ def _print_ratios(table: dict[tuple, dict], single_rate: float, concurrency: lis
     print()
     for name in ("serve, batching on", "baseline, batching on"):
         for c in concurrency:
-            grpc_row, binary = table.get((name, "grpc", c)), table.get((name, "binary", c))
+            binary = table.get((name, "binary", c))
             if binary is not None:
                 line = f"{name}, c={c}: REST binary / in-process single-sample {binary['rps'] / single_rate:.2f}"
-                if grpc_row is not None:
-                    line += (f"; gRPC / REST binary {grpc_row['rps'] / binary['rps']:.2f}, "
-                             f"p99 {grpc_row['p99_ms']:.2f} vs {binary['p99_ms']:.2f} ms")
+                for body, label in (("grpc", "gRPC"), ("grpcio", "gRPC (grpcio client)")):
+                    row = table.get((name, body, c))
+                    if row is not None:
+                        line += (f"; {label} / REST binary {row['rps'] / binary['rps']:.2f}, "
+                                 f"p99 {row['p99_ms']:.2f} vs {binary['p99_ms']:.2f} ms")
                 print(line)
 
 
@@ -503,7 +524,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None, help="--threads passed to python -m serve")
     parser.add_argument("--servers", nargs="+", choices=SERVER_GROUPS, default=list(SERVER_GROUPS),
                         help="which servers to run (baseline only with --baseline)")
-    parser.add_argument("--bodies", nargs="+", choices=("grpc", "binary", "json"), default=["grpc", "binary", "json"],
+    parser.add_argument("--bodies", nargs="+", choices=BODIES, default=list(BODIES),
                         help="which request encodings to send")
     parser.add_argument("--baseline", type=Path, default=None, metavar="DIR",
                         help="also serve from DIR/serve, another revision's package (git archive REV serve | tar -x -C DIR)")
@@ -534,7 +555,8 @@ def main() -> None:
         build_mlp(model)
         sample = np.random.default_rng(1).random(FEATURES, dtype=np.float32)
         bodies = request_bodies(sample)
-        bodies["grpc"] = (None, {})
+        bodies["grpc"] = (None, {"loadgen": "grpc"})
+        bodies["grpcio"] = (None, {"loadgen": "grpcio"})
         servers = _servers(args, model, workdir)
         # Every server stays up (idle ones cost nothing) and the rounds interleave all
         # points, so a slow spell on a shared machine spreads over every configuration.

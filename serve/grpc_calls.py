@@ -326,7 +326,7 @@ class Calls(Handler):
             call.deadline = time.monotonic() + seconds
             call.timer = asyncio.get_running_loop().call_later(seconds, call.expire)
         if method.streaming:
-            call.task = asyncio.ensure_future(self._stream(call))
+            call.task = asyncio.get_running_loop().create_task(self._stream(call))
         if ended:
             self.ended(connection, stream)
 
@@ -362,7 +362,7 @@ class Calls(Handler):
             return
         call.end()
         if not call.method.streaming:
-            call.task = asyncio.ensure_future(self._unary(call))
+            call.task = asyncio.get_running_loop().create_task(self._unary(call))
 
     def reset(self, connection: Http2Connection, stream: Stream) -> None:
         if stream.call is not None:

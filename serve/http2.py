@@ -118,7 +118,8 @@ class Http2Connection(asyncio.Protocol):
         self.blocked: dict[int, Stream] = {}  # streams with data waiting for send window
         self.going_away = False
         self.closed = False
-        self._out: bytearray | None = None  # frames written while a batch of received frames is handled
+        self._out: bytearray | None = None  # frames to write at the end of this pass of the loop
+        self._indexed: dict[bytes, list] = {}  # header blocks of indexed fields only, decoded
 
     # -- asyncio.Protocol
 
@@ -136,16 +137,11 @@ class Http2Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
-        self._out = bytearray()
         try:
             self.buffer += data
             self._read_frames()
         except ConnectionError_ as exc:
             self._fail(exc.code, str(exc))
-        finally:
-            out, self._out = self._out, None
-            if out and not self.closed:
-                self.transport.write(out)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -283,11 +279,26 @@ class Http2Connection(asyncio.Protocol):
             self.header_block = block
             return
         self.header_block = None
+        self._headers(stream_id, block[1], self._decode(b"".join(block[2])))
+
+    def _decode(self, data: bytes) -> list:
+        """A header block's fields. A client repeating a call sends the same block of one-byte table
+        references, whose meaning cannot change until a block with literals changes the table: those are
+        decoded once."""
+        headers = self._indexed.get(data)
+        if headers is not None:
+            return headers
         try:
-            headers = self.decoder.decode(b"".join(block[2]), raw=True)
+            headers = self.decoder.decode(data, raw=True)
         except hpack.HPACKError as exc:
             raise ConnectionError_(COMPRESSION_ERROR, f"a header block that cannot be decoded: {exc}") from None
-        self._headers(stream_id, block[1], headers)
+        if all(byte > 0x80 and byte != 0xFF for byte in data):
+            if len(self._indexed) >= 64:
+                self._indexed.clear()
+            self._indexed[data] = headers
+        else:
+            self._indexed.clear()
+        return headers
 
     def _headers(self, stream_id: int, flags: int, headers: list) -> None:
         ended = bool(flags & END_STREAM)
@@ -383,10 +394,18 @@ class Http2Connection(asyncio.Protocol):
     # -- writing
 
     def write(self, data: bytes) -> None:
+        """Queue DATA to be written at the end of this pass of the loop: the answers of a batch that complete
+        together leave in one system call."""
         if self._out is not None:
             self._out += data
         elif not self.closed:
-            self.transport.write(data)
+            self._out = bytearray(data)
+            asyncio.get_running_loop().call_soon(self._write_out)
+
+    def _write_out(self) -> None:
+        out, self._out = self._out, None
+        if out and not self.closed:
+            self.transport.write(out)
 
     def send(self, stream: Stream, head: bytes, data: bytes, end_block: bytes | None) -> None:
         """Send a header block HEAD (b"" for none), then DATA within the windows, then END_BLOCK (trailers, which
@@ -457,19 +476,15 @@ class Http2Connection(asyncio.Protocol):
 
     def _close_if_done(self) -> None:
         if self.going_away and not self.streams and not self.closed:
+            self._write_out()
             self.closed = True
-            if self._out:
-                self.transport.write(bytes(self._out))
-                self._out = bytearray()
             self.transport.close()
 
     def _fail(self, code: int, message: str) -> None:
         logger.info("gRPC connection from %s ended: %s", self.peer, message)
         self.write(frame(GOAWAY, 0, 0, self.last_stream_id.to_bytes(4, "big") + code.to_bytes(4, "big")
                          + message.encode()[:256]))
-        out, self._out = self._out, None
-        if out:
-            self.transport.write(bytes(out))
+        self._write_out()
         self.closed = True
         self.transport.close()
 
