@@ -260,7 +260,7 @@ def _throughput(servers: list[Server], duration: float, rounds: int, workdir: Pa
     for _ in range(rounds):
         for server, encoding, c in points:
             port = server.grpc_port if encoding == "grpc" else server.port
-            body, headers = (None, {}) if encoding == "grpc" else bodies[encoding]
+            body, headers = (None, {"loadgen": "grpcio"}) if encoding == "grpc" else bodies[encoding]
             measured[(server.name, encoding, c)].append(st.run_load(port, body, headers, c, duration, workdir))
     print(f"\n{'server':<20}{'body':<8}{'conc':>5}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'x before':>10}")
     table = {point: st._median(results) for point, results in measured.items()}

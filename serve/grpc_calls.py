@@ -141,7 +141,7 @@ class Call:
         self.started_ns = time.perf_counter_ns()
         self.held = 0  # bytes of an unfinished large message counted by admission control
         self.head_sent = False
-        self.uncredited = 0  # a stream's received bytes not yet read, so not yet given back to the peer
+        self.uncredited = 0  # a stream's bytes received behind an unread message, not yet given back to the peer
 
     def metadata(self) -> tuple:
         pairs = []
@@ -155,8 +155,10 @@ class Call:
     # -- messages in
 
     def received(self, data: bytes) -> None:
-        """Frame the bytes into messages; a unary call's bytes are consumed at once, a stream's when read."""
-        if self.method.streaming:
+        """Frame the bytes into messages. They are given back to the peer's window at once, except a
+        stream's while one of its messages waits to be read: a flooding client waits on flow control."""
+        if self.method.streaming and self.messages:
+            # A message waits unread: what comes behind it is given back only once it is read.
             self.uncredited += len(data)
         else:
             self.connection.credit(self.stream, len(data))
@@ -214,8 +216,9 @@ class Call:
                 await self.waiter
                 self.waiter = None
             payload = self.messages.pop(0)
-            self.uncredited -= len(payload) + _MAX_MESSAGE_HEADER
-            self.connection.credit(self.stream, len(payload) + _MAX_MESSAGE_HEADER)
+            if not self.messages and self.uncredited:
+                self.connection.credit(self.stream, self.uncredited)
+                self.uncredited = 0
             yield self._parse(payload)
 
     def _parse(self, payload: bytes):

@@ -179,3 +179,28 @@ def test_stream_infer_answers_every_request_and_errors_in_band(client, repositor
         want = reference(repository / "mlp" / "2" / "model.onnx", {"x": x})["y"]
         # Merged runs may sum in another order than a one-row run.
         np.testing.assert_allclose(results[request_id].as_numpy("y"), want, rtol=1e-5, atol=1e-7)
+
+
+def test_messages_larger_than_the_windows_cross_both_ways(server):
+    # 3 MiB requests (3x the stream window the server advertises) on a stream and as unary calls, and
+    # 192 KiB answers (3x grpcio's first window), through grpcio's client: flow control lets each through.
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    rows = 49152  # x [rows, 16] float32: 3 MiB
+    values = np.random.default_rng(9).standard_normal((rows, 16)).astype(np.float32)
+
+    def request(i: int):
+        made = service_pb2.ModelInferRequest(model_name="rowsum", id=str(i), raw_input_contents=[values.tobytes()])
+        made.inputs.add(name="x", datatype="FP32", shape=[rows, 16])
+        return made
+
+    options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+    with grpc.insecure_channel(server.grpc_address, options=options) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        answers = list(stub.ModelStreamInfer(iter([request(i) for i in range(4)]), timeout=60))
+        unary = stub.ModelInfer(request(9), timeout=60)
+    assert sorted(a.infer_response.id for a in answers) == ["0", "1", "2", "3"]
+    assert not any(a.error_message for a in answers)
+    for response in [a.infer_response for a in answers] + [unary]:
+        got = np.frombuffer(response.raw_output_contents[0], np.float32)
+        np.testing.assert_allclose(got, values.sum(axis=1), rtol=1e-5, atol=1e-4)

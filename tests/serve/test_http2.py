@@ -3,6 +3,7 @@ directions, and what a broken or hostile peer gets (RFC 9113's connection and st
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2
 
+from serve.http2 import Handler, Http2Connection
 from tests.serve.harness import reference
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -243,13 +245,57 @@ def test_connection_errors_end_with_goaway(server, frames, code):
         peer.close()
 
 
-def test_data_past_the_streams_window_is_a_flow_control_error(peer):
-    # A stream's bytes are given back as its messages are read: an unfinished 2 MiB message holds the
-    # 1 MiB window, and a peer sending past it breaks flow control.
-    first = b"\0" + (2 << 20).to_bytes(4, "big") + b"\0" * ((1 << 16) - 5)
-    peer.send(peer.headers(1, "ModelStreamInfer"), frame(DATA, 0, 1, first),
-              *(frame(DATA, 0, 1, b"\0" * (1 << 16)) for _ in range(16)))
-    assert peer.goaway_code() == 3
+class _Holder(Handler):
+    """Takes every byte and gives none back to the peer's window."""
+
+    def opened(self, connection, stream, ended):
+        pass
+
+    def received(self, connection, stream, data):
+        pass
+
+    def ended(self, connection, stream):
+        pass
+
+    def reset(self, connection, stream):
+        pass
+
+
+class _Transport(asyncio.Transport):
+    def __init__(self):
+        super().__init__()
+        self.written, self.closed = bytearray(), False
+
+    def write(self, data):
+        self.written += data
+
+    def close(self):
+        self.closed = True
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 5) if name == "peername" else default
+
+
+def test_data_past_the_windows_is_a_flow_control_error():
+    # The stream's window is 1 MiB: a peer that sends more than it was given breaks flow control.
+    async def run() -> bytes:
+        transport = _Transport()
+        connection = Http2Connection(_Holder(), 8, lambda _: None)
+        connection.connection_made(transport)
+        encoder = hpack.Encoder()
+        block = encoder.encode([(":method", "POST"), (":path", PATH + "ModelInfer")])
+        connection.data_received(PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, 0x4, 1, block))
+        for _ in range(16):
+            connection.data_received(frame(DATA, 0, 1, b"\0" * (1 << 16)))
+        assert not transport.closed
+        connection.data_received(frame(DATA, 0, 1, b"\0"))
+        await asyncio.sleep(0)
+        assert transport.closed
+        return bytes(transport.written)
+
+    written = asyncio.run(run())
+    at = written.index(bytes((GOAWAY, 0, 0, 0, 0, 0)))
+    assert int.from_bytes(written[at + 10:at + 14], "big") == 3  # FLOW_CONTROL_ERROR
 
 
 def test_a_header_block_that_never_ends_is_cut_off(peer):
