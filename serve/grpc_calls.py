@@ -375,14 +375,8 @@ class Calls(Handler):
         try:
             response = await call.method.behaviour(call.single(), Context(call))
             payload = response.SerializeToString()
-        except Abort as exc:
-            call.finish(exc.code, exc.details)
-            return
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:
-            logger.exception("gRPC %s failed", call.method.name)
-            call.finish(StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+        except (Exception, asyncio.CancelledError) as exc:
+            _failed(call, exc)
             return
         if call.code is None:
             call.code = OK
@@ -400,16 +394,20 @@ class Calls(Handler):
                 head = b"" if call.head_sent else _HEAD
                 call.head_sent = True
                 call.connection.send(call.stream, head, message(response.SerializeToString()), None)
-        except Abort as exc:
-            call.finish(exc.code, exc.details)
-            return
-        except asyncio.CancelledError:
-            return
-        except Exception as exc:
-            logger.exception("gRPC %s failed", call.method.name)
-            call.finish(StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+        except (Exception, asyncio.CancelledError) as exc:
+            _failed(call, exc)
             return
         call.finish(OK)
+
+
+def _failed(call: Call, exc: BaseException) -> None:
+    """End CALL for the exception its method raised: an abort's status, UNKNOWN for a bug (logged), nothing
+    for a cancelled call (its peer is gone, or its deadline answered it)."""
+    if isinstance(exc, Abort):
+        call.finish(exc.code, exc.details)
+    elif not isinstance(exc, asyncio.CancelledError):
+        logger.error("gRPC %s failed", call.method.name, exc_info=exc)
+        call.finish(StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
 
 
 def _log_call(path: str, context: Context) -> None:
