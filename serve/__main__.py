@@ -130,14 +130,16 @@ def _add_limits(group) -> None:
         ("--grpc-stream-inflight", 8, "requests of one gRPC stream answered at once; the stream's next "
          "request is read when one finishes"),
         ("--max-header-bytes", 64 << 10, "largest request line and headers of an HTTP request (431 beyond)"),
-        ("--max-connections", 1000, "most open HTTP connections; more are answered 503 and closed"),
+        ("--max-connections", 1000, "most open HTTP connections on each of the REST and gRPC ports; more are answered "
+         "(503, gRPC GOAWAY) and closed"),
     ]
     for flag, default, text in limits:
         shown = "" if default is None else " (default: %(default)s)"
         group.add_argument(flag, type=_count(0 if flag != "--grpc-stream-inflight" else 1), default=default,
                            metavar="N", help=text + shown)
     group.add_argument("--header-timeout", type=_seconds, default=10.0, metavar="S",
-                       help="seconds an HTTP request's headers may take to arrive (408 after) (default: %(default)s)")
+                       help="seconds an HTTP request's headers, or a gRPC connection's preface, may take to arrive "
+                       "(408, GOAWAY after) (default: %(default)s)")
     group.add_argument("--body-timeout", type=_seconds, default=30.0, metavar="S",
                        help="seconds an HTTP request body may pause between two pieces (408 after) "
                        "(default: %(default)s)")
@@ -393,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.grpc_port:
         servicer = InferenceServicer(plane, args.grpc_stream_inflight)
         grpc_server = GrpcServer(servicer, args.host, args.grpc_port, args.max_request_bytes,
-                                 access_log=args.log_verbose > 0 or args.log_level == "debug")
+                                 access_log=args.log_verbose > 0 or args.log_level == "debug",
+                                 max_connections=args.max_connections or 1 << 62, preface_timeout_s=args.header_timeout)
     app = create_app(plane, pool, args.max_request_bytes, on_fatal=stop, grpc_server=grpc_server,
                      max_json_bytes=args.max_json_bytes, metrics_server=_metrics_server(args, plane),
                      http_bound=lambda: server.started)

@@ -420,10 +420,15 @@ def _log_call(path: str, context: Context) -> None:
 class Listener:
     """The gRPC port: a server of HTTP/2 connections on the running event loop, started and stopped with the app."""
 
-    def __init__(self, calls: Calls, host: str, port: int, max_streams: int = 256) -> None:
+    def __init__(self, calls: Calls, host: str, port: int, max_streams: int = 256,
+                 max_connections: int = 1000, preface_timeout_s: float = 10.0) -> None:
+        """MAX_CONNECTIONS: connections open at once; one past it is told why (GOAWAY) and closed, as is one
+        that has not sent HTTP/2's preface within PREFACE_TIMEOUT_S."""
         self.calls = calls
         self.host, self.port = host, port
         self.max_streams = max_streams
+        self.max_connections = max_connections
+        self.preface_timeout_s = preface_timeout_s
         self.connections: set[Http2Connection] = set()
         self._server: asyncio.AbstractServer | None = None
 
@@ -432,7 +437,10 @@ class Listener:
         host = self.host.strip("[]")
 
         def connection() -> Http2Connection:
-            made = Http2Connection(self.calls, self.max_streams, self.connections.discard)
+            full = len(self.connections) >= self.max_connections
+            refuse = f"the server has {len(self.connections)} gRPC connections open, its limit" if full else ""
+            made = Http2Connection(self.calls, self.max_streams, self.connections.discard, refuse,
+                                   self.preface_timeout_s)
             self.connections.add(made)
             return made
 

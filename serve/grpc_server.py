@@ -202,11 +202,12 @@ class GrpcServer:
     """The gRPC port, started and stopped with the REST app: serve.http2 connections on the same event loop."""
 
     def __init__(self, servicer: InferenceServicer, host: str, port: int, max_request_bytes: int,
-                 access_log: bool = False) -> None:
+                 access_log: bool = False, max_connections: int = 1000, preface_timeout_s: float = 10.0) -> None:
         self.servicer = servicer
         self.address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
         calls = Calls(methods(servicer), servicer.plane.admission, max_request_bytes, access_log)
-        self._listener = Listener(calls, host, port)
+        self._listener = Listener(calls, host, port, max_connections=max_connections,
+                                  preface_timeout_s=preface_timeout_s)
 
     async def start(self) -> None:
         """Bind and start serving on the running event loop."""

@@ -97,8 +97,13 @@ class Handler:
 class Http2Connection(asyncio.Protocol):
     """One client connection; ON_CLOSE(connection) is called once when it ends."""
 
-    def __init__(self, handler: Handler, max_streams: int, on_close: Callable[[Http2Connection], None]) -> None:
+    def __init__(self, handler: Handler, max_streams: int, on_close: Callable[[Http2Connection], None],
+                 refuse: str = "", preface_timeout_s: float = 10.0) -> None:
+        """REFUSE: why this connection is to be closed at once (GOAWAY with the reason), when it is."""
         self.handler = handler
+        self.refuse = refuse
+        self.preface_timeout_s = preface_timeout_s
+        self._preface_timer: asyncio.TimerHandle | None = None
         self.max_streams = max_streams
         self.on_close = on_close
         self.transport: asyncio.Transport | None = None
@@ -133,6 +138,15 @@ class Http2Connection(asyncio.Protocol):
                     SETTINGS_MAX_HEADER_LIST_SIZE: MAX_HEADER_BLOCK}
         transport.write(frame(SETTINGS, 0, 0, _settings_payload(settings))
                         + frame(WINDOW_UPDATE, 0, 0, (CONNECTION_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big")))
+        if self.refuse:
+            self._fail(REFUSED_STREAM, self.refuse)
+            return
+        self._preface_timer = asyncio.get_running_loop().call_later(self.preface_timeout_s, self._preface_expired)
+
+    def _preface_expired(self) -> None:
+        self._preface_timer = None
+        if not self.preface_seen and not self.closed:
+            self._fail(PROTOCOL_ERROR, f"no connection preface within {self.preface_timeout_s:g} s")
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -145,6 +159,8 @@ class Http2Connection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self.closed = True
+        if self._preface_timer is not None:
+            self._preface_timer.cancel()
         for stream in list(self.streams.values()):
             self.handler.reset(self, stream)
         self.streams.clear()
@@ -172,6 +188,9 @@ class Http2Connection(asyncio.Protocol):
                 raise ConnectionError_(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
             del buffer[:len(PREFACE)]
             self.preface_seen = True
+            if self._preface_timer is not None:
+                self._preface_timer.cancel()
+                self._preface_timer = None
         start, end = 0, len(buffer)
         while end - start >= 9 and not self.closed:
             length = int.from_bytes(buffer[start:start + 3], "big")

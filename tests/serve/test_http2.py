@@ -338,3 +338,29 @@ def test_a_call_past_its_grpc_timeout_ends_deadline_exceeded(peer):
     # The connection goes on.
     peer.send(peer.headers(3, "ServerReady"), frame(DATA, 1, 3, message(b"")))
     assert peer.answer(3)[2]["grpc-status"] == "0"
+
+
+def test_silent_connections_time_out_and_connections_past_the_cap_are_refused(start_server, repository):
+    server = start_server(repository, "--header-timeout", "0.5", "--max-connections", "2")
+    host, port = server.grpc_address.rsplit(":", 1)
+    silent = socket.create_connection((host, int(port)), timeout=10)
+    try:
+        silent_peer = Peer.__new__(Peer)
+        silent_peer.sock, silent_peer.buffer = silent, b""
+        # Nothing sent: the preface never comes, and the server says so and closes.
+        _, _, payload = silent_peer.until(GOAWAY)
+        assert int.from_bytes(payload[4:8], "big") == 1 and b"preface" in payload[8:]
+    finally:
+        silent.close()
+    first, second = Peer(server.grpc_address), Peer(server.grpc_address)
+    try:
+        first.send(frame(PING, 0, 0, b"12345678"))
+        second.send(frame(PING, 0, 0, b"12345678"))
+        assert first.until(PING)[2] == second.until(PING)[2] == b"12345678"
+        third = Peer(server.grpc_address)
+        _, _, payload = third.until(GOAWAY)
+        assert int.from_bytes(payload[4:8], "big") == 7 and b"its limit" in payload[8:]
+        third.close()
+    finally:
+        first.close()
+        second.close()
