@@ -138,9 +138,15 @@ class Batcher:
                 timer.cancel()
 
     def _take(self, batch: list[_Job], rows: int) -> int:
-        """Move queued jobs that can join the batch into it, keeping the others in order."""
+        """Move queued jobs that can join the batch into it, keeping the others in order. Jobs whose caller
+        has gone (its call cancelled while queued: a gRPC client's reset or deadline) are dropped unrun, so
+        cancelling cannot queue work past the admission and queue bounds."""
         queue = self._queue
+        while queue and queue[0].future.cancelled():
+            queue.popleft()
         if not batch:
+            if not queue:
+                return 0
             head = queue.popleft()
             batch.append(head)
             rows = head.request.rows
@@ -148,6 +154,8 @@ class Batcher:
         kept: list[_Job] = []
         while queue and rows < self.max_rows:
             job = queue.popleft()
+            if job.future.cancelled():
+                continue
             if job.request.key == key and rows + job.request.rows <= self.max_rows:
                 batch.append(job)
                 rows += job.request.rows
@@ -170,6 +178,9 @@ class Batcher:
                 await self._wait(None)
             batch: list[_Job] = []
             rows = self._take(batch, 0)
+            if not batch:
+                self._slots.release()
+                continue
             deadline = batch[0].arrival + self.max_delay_s
             while rows < self.max_rows and rows not in self.preferred_rows and not self._closing:
                 remaining = deadline - loop.time()
@@ -177,6 +188,10 @@ class Batcher:
                     break
                 await self._wait(remaining)
                 rows = self._take(batch, rows)
+            batch = [job for job in batch if not job.future.cancelled()]
+            if not batch:
+                self._slots.release()
+                continue
             task = loop.create_task(self._dispatch(batch, release=True))
             # The loop holds tasks only weakly; keeping a reference until the batch is done
             # stops a running batch from being garbage-collected.

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from google.protobuf.message import DecodeError
 
-from serve.http2 import CANCEL, Handler, Http2Connection, Stream, literal
+from serve.http2 import CANCEL, Handler, Http2Connection, Stream, StreamBudget, literal
 from serve.protocol import ProtocolError
 
 logger = logging.getLogger("serve.grpc")
@@ -175,8 +175,8 @@ class Call:
             if length > limit:
                 raise Abort(StatusCode.RESOURCE_EXHAUSTED,
                             f"received message larger than max ({length} vs. {limit})")
-            self._hold(length)
             if len(buffer) < _MAX_MESSAGE_HEADER + length:
+                self._hold(length)
                 break
             self.messages.append(bytes(buffer[5:5 + length]))
             del buffer[:5 + length]
@@ -184,9 +184,10 @@ class Call:
         self._wake()
 
     def _hold(self, length: int) -> None:
-        """Count a large message's bytes with admission control while it arrives, so that many slow uploads
-        cannot hold more memory than the in-flight bound allows."""
-        if length >= self.calls.hold_bytes and not self.held:
+        """Count an unfinished message's declared bytes with admission control while it arrives (as a request in
+        flight), so that many slow uploads cannot hold more memory than the in-flight bounds allow; a message
+        that arrives whole in one read is never counted here."""
+        if not self.held:
             self.calls.admission.enter(length)
             self.held = length
 
@@ -301,7 +302,6 @@ class Calls(Handler):
         self.methods = methods
         self.admission = admission
         self.max_message_bytes = max_message_bytes
-        self.hold_bytes = 1 << 16
         self.access_log = access_log
 
     def opened(self, connection: Http2Connection, stream: Stream, ended: bool) -> None:
@@ -420,15 +420,17 @@ def _log_call(path: str, context: Context) -> None:
 class Listener:
     """The gRPC port: a server of HTTP/2 connections on the running event loop, started and stopped with the app."""
 
-    def __init__(self, calls: Calls, host: str, port: int, max_streams: int = 256,
-                 max_connections: int = 1000, preface_timeout_s: float = 10.0) -> None:
-        """MAX_CONNECTIONS: connections open at once; one past it is told why (GOAWAY) and closed, as is one
-        that has not sent HTTP/2's preface within PREFACE_TIMEOUT_S."""
+    def __init__(self, calls: Calls, host: str, port: int, max_streams: int = 128,
+                 max_connections: int = 1000, preface_timeout_s: float = 10.0, max_open_streams: int = 4096) -> None:
+        """MAX_STREAMS: streams open at once on one connection, MAX_OPEN_STREAMS on all of them (more are
+        refused); MAX_CONNECTIONS: connections open at once, one past it is told why (GOAWAY) and closed, as is
+        one that has not sent HTTP/2's preface within PREFACE_TIMEOUT_S."""
         self.calls = calls
         self.host, self.port = host, port
         self.max_streams = max_streams
         self.max_connections = max_connections
         self.preface_timeout_s = preface_timeout_s
+        self.budget = StreamBudget(max_open_streams)
         self.connections: set[Http2Connection] = set()
         self._server: asyncio.AbstractServer | None = None
 
@@ -440,7 +442,7 @@ class Listener:
             full = len(self.connections) >= self.max_connections
             refuse = f"the server has {len(self.connections)} gRPC connections open, its limit" if full else ""
             made = Http2Connection(self.calls, self.max_streams, self.connections.discard, refuse,
-                                   self.preface_timeout_s)
+                                   self.preface_timeout_s, self.budget)
             self.connections.add(made)
             return made
 

@@ -40,7 +40,7 @@ MAX_WINDOW = (1 << 31) - 1
 MAX_FRAME = 1 << 20
 STREAM_WINDOW = 1 << 20
 CONNECTION_WINDOW = 1 << 24
-MAX_HEADER_BLOCK = 1 << 16
+MAX_HEADER_BLOCK = 1 << 14
 
 
 class ConnectionError_(Exception):
@@ -78,6 +78,17 @@ class Stream:
         self.call = None
 
 
+class StreamBudget:
+    """Streams open on every connection of a port, against a bound: past it a new stream is refused, so the
+    headers that open streams hold stay bounded however many connections a peer opens."""
+
+    __slots__ = ("open", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.open = 0
+        self.limit = limit
+
+
 class Handler:
     """What a connection calls for its streams' events (implemented by serve.grpc_calls.Calls)."""
 
@@ -98,9 +109,11 @@ class Http2Connection(asyncio.Protocol):
     """One client connection; ON_CLOSE(connection) is called once when it ends."""
 
     def __init__(self, handler: Handler, max_streams: int, on_close: Callable[[Http2Connection], None],
-                 refuse: str = "", preface_timeout_s: float = 10.0) -> None:
-        """REFUSE: why this connection is to be closed at once (GOAWAY with the reason), when it is."""
+                 refuse: str = "", preface_timeout_s: float = 10.0, budget: StreamBudget | None = None) -> None:
+        """REFUSE: why this connection is to be closed at once (GOAWAY with the reason), when it is; BUDGET: the
+        streams open on every connection of the port together, and their bound (this connection's alone if None)."""
         self.handler = handler
+        self.budget = budget if budget is not None else StreamBudget(max_streams)
         self.refuse = refuse
         self.preface_timeout_s = preface_timeout_s
         self._preface_timer: asyncio.TimerHandle | None = None
@@ -161,10 +174,8 @@ class Http2Connection(asyncio.Protocol):
         self.closed = True
         if self._preface_timer is not None:
             self._preface_timer.cancel()
-        for stream in list(self.streams.values()):
-            self.handler.reset(self, stream)
-        self.streams.clear()
-        self.blocked.clear()
+        for stream_id in list(self.streams):
+            self.handler.reset(self, self._forget(stream_id))
         self.on_close(self)
 
     def pause_writing(self) -> None:
@@ -226,9 +237,8 @@ class Http2Connection(asyncio.Protocol):
                 raise ConnectionError_(PROTOCOL_ERROR, "a malformed RST_STREAM")
             if stream_id > self.last_stream_id:
                 raise ConnectionError_(PROTOCOL_ERROR, "RST_STREAM on an idle stream")
-            stream = self.streams.pop(stream_id, None)
+            stream = self._forget(stream_id)
             if stream is not None:
-                self.blocked.pop(stream_id, None)
                 self.handler.reset(self, stream)
         elif kind == PRIORITY:
             if not stream_id or len(payload) != 5:
@@ -334,10 +344,12 @@ class Http2Connection(asyncio.Protocol):
         self.last_stream_id = stream_id
         stream = Stream(stream_id, self.peer_window)
         stream.headers = headers
-        if self.going_away or len(self.streams) >= self.max_streams:
+        budget = self.budget
+        if self.going_away or len(self.streams) >= self.max_streams or budget.open >= budget.limit:
             self.write(frame(RST_STREAM, 0, stream_id, REFUSED_STREAM.to_bytes(4, "big")))
             return
         self.streams[stream_id] = stream
+        budget.open += 1
         stream.remote_ended = ended
         self.handler.opened(self, stream, ended)
 
@@ -472,16 +484,22 @@ class Http2Connection(asyncio.Protocol):
 
     def _finish(self, stream: Stream) -> None:
         """We ended STREAM: forget it (asking the peer to stop sending when it has not ended it)."""
-        self.streams.pop(stream.id, None)
-        self.blocked.pop(stream.id, None)
+        self._forget(stream.id)
         if not stream.remote_ended:
             self.write(frame(RST_STREAM, 0, stream.id, NO_ERROR.to_bytes(4, "big")))
         self._close_if_done()
 
+    def _forget(self, stream_id: int) -> Stream | None:
+        """Drop a stream from the open ones (the one dropped, or None when it was not open)."""
+        stream = self.streams.pop(stream_id, None)
+        if stream is not None:
+            self.blocked.pop(stream_id, None)
+            self.budget.open -= 1
+        return stream
+
     def reset_stream(self, stream: Stream, code: int) -> None:
         """End STREAM abruptly with CODE (its handler is told)."""
-        if self.streams.pop(stream.id, None) is not None:
-            self.blocked.pop(stream.id, None)
+        if self._forget(stream.id) is not None:
             self.write(frame(RST_STREAM, 0, stream.id, code.to_bytes(4, "big")))
             self.handler.reset(self, stream)
             self._close_if_done()

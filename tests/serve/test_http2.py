@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 
 import hpack
+import httpx
 import numpy as np
 import pytest
 from tritonclient.grpc import service_pb2
 
-from serve.http2 import Handler, Http2Connection
+from serve.http2 import Handler, Http2Connection, StreamBudget
 from tests.serve.harness import reference
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -364,3 +366,72 @@ def test_silent_connections_time_out_and_connections_past_the_cap_are_refused(st
     finally:
         first.close()
         second.close()
+
+
+def test_calls_reset_while_queued_for_a_batch_are_never_run(start_server, repository):
+    # Batches wait up to 0.4 s: twenty calls queue, their client resets them, and only the call sent after
+    # them runs (a client resetting calls cannot queue work past the server's bounds).
+    server = start_server(repository, "--max-queue-delay-us", "400000", "--max-batch-size", "64")
+    stats = f"{server.url}/v2/models/multi/versions/1/stats"
+    before = httpx.get(stats).json()["model_stats"][0]
+    request = service_pb2.ModelInferRequest(model_name="multi", model_version="1")
+    request.inputs.add(name="features", datatype="FP32", shape=[1, 4]).contents.fp32_contents.extend([1, 2, 3, 4])
+    request.inputs.add(name="ids", datatype="INT64", shape=[1, 3]).contents.int64_contents.extend([1, 2, 3])
+    body = message(request.SerializeToString())
+    peer = Peer(server.grpc_address)
+    try:
+        peer.send(*(f for sid in range(1, 41, 2) for f in (peer.headers(sid, "ModelInfer"), frame(DATA, 1, sid, body))))
+        time.sleep(0.1)
+        peer.send(*(frame(RST_STREAM, 0, sid, b"\0\0\0\x08") for sid in range(1, 41, 2)))
+        peer.send(peer.headers(41, "ModelInfer"), frame(DATA, 1, 41, body))
+        assert peer.answer(41)[2]["grpc-status"] == "0"
+    finally:
+        peer.close()
+    after = httpx.get(stats).json()["model_stats"][0]
+    assert after["inference_count"] - before["inference_count"] == 1
+    assert after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"] == 1
+
+
+def test_unfinished_messages_count_against_the_bytes_in_flight(start_server, repository):
+    # 100 kB in flight at most: one upload declaring 80 kB holds its bytes while it arrives, and a second
+    # one is refused at once; the first then completes as usual.
+    server = start_server(repository, "--max-inflight-bytes", "100000")
+    peer = Peer(server.grpc_address)
+    try:
+        values = np.ones((1, 16), np.float32)
+        whole = message(infer_request(values))
+        declared = b"\0" + (80_000).to_bytes(4, "big")
+        peer.send(peer.headers(1, "ModelInfer"), frame(DATA, 0, 1, declared + b"\0" * 10_000))
+        peer.send(peer.headers(3, "ModelInfer"), frame(DATA, 0, 3, declared + b"\0" * 10_000))
+        trailer = peer.answer(3)[2]
+        assert trailer["grpc-status"] == "8" and "in flight" in trailer["grpc-message"]
+        peer.send(frame(RST_STREAM, 0, 1, b"\0\0\0\x08"))
+        # Once the first upload is gone, its bytes are free again.
+        peer.send(peer.headers(5, "ModelInfer"), frame(DATA, 1, 5, whole))
+        assert peer.answer(5)[2]["grpc-status"] == "0"
+    finally:
+        peer.close()
+
+
+def test_streams_open_on_all_connections_together_are_bounded():
+    async def run() -> list[bytes]:
+        budget = StreamBudget(3)
+        transports = [_Transport(), _Transport()]
+        connections = [Http2Connection(_Holder(), 8, lambda _: None, budget=budget) for _ in transports]
+        block = hpack.Encoder().encode([(":method", "POST"), (":path", PATH + "ModelInfer")])
+        for connection, transport in zip(connections, transports):
+            connection.connection_made(transport)
+            connection.data_received(PREFACE + frame(SETTINGS, 0, 0))
+        for sid in (1, 3):
+            connections[0].data_received(frame(HEADERS, 0x4, sid, block))
+        for sid in (1, 3):
+            connections[1].data_received(frame(HEADERS, 0x4, sid, block))
+        await asyncio.sleep(0)
+        assert budget.open == 3
+        connections[0].connection_lost(None)
+        assert budget.open == 1
+        return [bytes(t.written) for t in transports]
+
+    first, second = asyncio.run(run())
+    refused = frame(RST_STREAM, 0, 3, (7).to_bytes(4, "big"))
+    assert refused in second and refused not in first
