@@ -41,6 +41,8 @@ MAX_FRAME = 1 << 20
 STREAM_WINDOW = 1 << 20
 CONNECTION_WINDOW = 1 << 24
 MAX_HEADER_BLOCK = 1 << 14
+# Seconds a connection ended for an error keeps reading (and dropping) what its peer sends, before it closes.
+LINGER_S = 1.0
 
 
 class ConnectionError_(Exception):
@@ -523,7 +525,15 @@ class Http2Connection(asyncio.Protocol):
                          + message.encode()[:256]))
         self._write_out()
         self.closed = True
-        self.transport.close()
+        # Stop sending, and read (and drop) what the peer still sends for a moment before closing: closing
+        # with its bytes unread would reset the connection and could lose the GOAWAY that says why.
+        transport = self.transport
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.transport.resume_reading()
+            asyncio.get_running_loop().call_later(LINGER_S, transport.close)
+        else:
+            transport.close()
 
 
 def head_frame(stream_id: int, block: bytes, end_stream: bool, max_frame: int) -> bytes:

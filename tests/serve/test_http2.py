@@ -274,6 +274,9 @@ class _Transport(asyncio.Transport):
     def close(self):
         self.closed = True
 
+    def can_write_eof(self):
+        return False
+
     def get_extra_info(self, name, default=None):
         return ("127.0.0.1", 5) if name == "peername" else default
 
