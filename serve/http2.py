@@ -447,7 +447,8 @@ class Http2Connection(asyncio.Protocol):
             return
         if head:
             self.write(head_frame(stream.id, head, False, self.peer_max_frame))
-        stream.pending.append([data, end_block])
+        # A view: the frames cut from a large answer share its bytes instead of copying what is left each time.
+        stream.pending.append([memoryview(data), end_block])
         self._flush(stream)
 
     def _flush(self, stream: Stream) -> None:

@@ -204,3 +204,14 @@ def test_messages_larger_than_the_windows_cross_both_ways(server):
     for response in [a.infer_response for a in answers] + [unary]:
         got = np.frombuffer(response.raw_output_contents[0], np.float32)
         np.testing.assert_allclose(got, values.sum(axis=1), rtol=1e-5, atol=1e-4)
+
+
+def test_a_large_answer_crosses_in_many_frames(client):
+    # About 12 MB out (hundreds of DATA frames at grpcio's frame size, each waiting for its window).
+    rows = 300_000
+    rng = np.random.default_rng(12)
+    features = rng.standard_normal((rows, 4)).astype(np.float32)
+    ids = rng.integers(-1000, 1000, (rows, 3)).astype(np.int64)
+    result = client.infer("multi", [_input("features", features, "FP32"), _input("ids", ids, "INT64")])
+    np.testing.assert_array_equal(result.as_numpy("shifted"), ids * 3 + 1)
+    assert result.as_numpy("scores").shape[0] == rows
