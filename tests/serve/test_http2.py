@@ -438,3 +438,12 @@ def test_streams_open_on_all_connections_together_are_bounded():
     first, second = asyncio.run(run())
     refused = frame(RST_STREAM, 0, 3, (7).to_bytes(4, "big"))
     assert refused in second and refused not in first
+
+
+def test_the_server_needs_no_grpcio():
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['grpc'] = None; import serve.__main__, serve.grpc_server, serve.app"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
