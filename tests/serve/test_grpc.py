@@ -215,3 +215,37 @@ def test_a_large_answer_crosses_in_many_frames(client):
     result = client.infer("multi", [_input("features", features, "FP32"), _input("ids", ids, "INT64")])
     np.testing.assert_array_equal(result.as_numpy("shifted"), ids * 3 + 1)
     assert result.as_numpy("scores").shape[0] == rows
+
+
+def test_asyncio_client_calls_and_streams(server, repository):
+    # tritonclient.grpc.aio: grpcio's asyncio channel, 24 calls at once and a stream of 8 requests.
+    import asyncio
+
+    import tritonclient.grpc.aio as aioclient
+
+    xs = [np.random.default_rng(60 + i).standard_normal((1, 16)).astype(np.float32) for i in range(24)]
+
+    async def run():
+        client = aioclient.InferenceServerClient(server.grpc_address)
+        try:
+            assert await client.is_server_live()
+            results = await asyncio.gather(*(client.infer("mlp", [_input("x", x, "FP32")], model_version="2",
+                                                          request_id=str(i)) for i, x in enumerate(xs)))
+
+            async def requests():
+                for i, x in enumerate(xs[:8]):
+                    yield {"model_name": "mlp", "model_version": "2", "inputs": [_input("x", x, "FP32")],
+                           "request_id": f"s{i}"}
+
+            streamed = [item async for item in client.stream_infer(requests())]
+        finally:
+            await client.close()
+        return results, streamed
+
+    results, streamed = asyncio.run(run())
+    model = repository / "mlp" / "2" / "model.onnx"
+    for i, result in enumerate(results):
+        assert result.get_response().id == str(i)
+        np.testing.assert_allclose(result.as_numpy("y"), reference(model, {"x": xs[i]})["y"], rtol=1e-5, atol=1e-7)
+    assert sorted(result.get_response().id for result, error in streamed if error is None) == \
+        [f"s{i}" for i in range(8)]
