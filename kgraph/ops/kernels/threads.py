@@ -89,8 +89,22 @@ def shorten_blas_spin(controller):
     return restarted
 
 
+# Environment variable: how many threads kgraph's kernels may use (1: every job runs whole in the calling thread).
+THREADS_VARIABLE = "KGRAPH_KERNEL_THREADS"
+
+
 def cores():
-    """The CPU cores this process may run on."""
+    """The cores kgraph's kernels may use: ``KGRAPH_KERNEL_THREADS`` when set, else those this process may run on.
+
+    With ``KGRAPH_KERNEL_THREADS=1`` no job is split and the worker thread never starts, so no second thread's
+    heap (glibc gives each thread that allocates its own arena) or BLAS buffers join the process's memory: the
+    digits CNN's training step peaks at 93 MiB instead of 109, at about 1.15x its time.
+    """
+    value = os.environ.get(THREADS_VARIABLE)
+    if value is not None:
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(f"{THREADS_VARIABLE}={value!r}: expected a whole number of threads, 1 or more")
+        return int(value)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:

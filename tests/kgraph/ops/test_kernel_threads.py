@@ -1,0 +1,60 @@
+"""KGRAPH_KERNEL_THREADS: 1 keeps every kernel in the calling thread, with the same values (a fresh process each)."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+PROBE = """
+import json, threading
+import numpy as np
+import kgraph
+from kgraph.ops.kernels import threads
+
+kgraph.utils.set_random_seed(0)
+rng = np.random.default_rng(0)
+x = rng.standard_normal((128, 12, 12, 8)).astype(np.float32)
+model = kgraph.Sequential([kgraph.Input((12, 12, 8)), kgraph.layers.Conv2D(16, 3, activation="relu"),
+                           kgraph.layers.MaxPooling2D(2), kgraph.layers.Flatten(), kgraph.layers.Dense(4)])
+model.compile(optimizer="adam", loss="mse")
+model.fit(x, rng.standard_normal((128, 4)).astype(np.float32), epochs=3, batch_size=128, verbose=0)
+sequences = rng.standard_normal((128, 16, 32)).astype(np.float32)
+recurrent = kgraph.Sequential([kgraph.Input((16, 32)), kgraph.layers.LSTM(64)])
+out = recurrent(sequences)
+print(json.dumps({"cores": threads.cores(), "can": threads.can_split(),
+                  "threads": sorted(t.name for t in threading.enumerate()),
+                  "weights": float(sum(np.abs(w).sum() for w in model.get_weights())),
+                  "lstm": float(np.abs(np.asarray(out)).sum())}))
+"""
+
+
+def _probe(value):
+    env = {k: v for k, v in os.environ.items() if k != "KGRAPH_KERNEL_THREADS"}
+    if value is not None:
+        env["KGRAPH_KERNEL_THREADS"] = value
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env=env)
+    return out
+
+
+def test_one_kernel_thread_starts_no_worker_and_computes_the_same():
+    alone = _probe("1")
+    assert alone.returncode == 0, alone.stderr
+    alone = json.loads(alone.stdout.strip().splitlines()[-1])
+    assert alone["cores"] == 1 and not alone["can"]
+    assert not any(name.startswith("kgraph-kernel") for name in alone["threads"])
+    default = _probe(None)
+    assert default.returncode == 0, default.stderr
+    default = json.loads(default.stdout.strip().splitlines()[-1])
+    if default["can"]:
+        assert "kgraph-kernel_0" in default["threads"]  # the default did share the work
+    # Split or whole, the same training and the same LSTM outputs (to float32 rounding of BLAS's blocking).
+    assert abs(default["weights"] - alone["weights"]) <= 1e-4 * abs(alone["weights"])
+    assert abs(default["lstm"] - alone["lstm"]) <= 1e-5 * abs(alone["lstm"])
+
+
+def test_a_malformed_value_is_named():
+    out = _probe("two")
+    assert out.returncode != 0
+    assert "KGRAPH_KERNEL_THREADS='two'" in out.stderr and "whole number" in out.stderr
