@@ -155,7 +155,9 @@ def _admission(args):
     memory = default_memory_budget() if args.max_inference_memory is None else args.max_inference_memory
     configure_memory(memory)
     if args.max_connections:
-        args.max_connections = raise_open_file_limit(args.max_connections)
+        # The REST and gRPC ports may each hold --max-connections sockets.
+        ports = 2 if args.grpc_port else 1
+        args.max_connections = max(1, raise_open_file_limit(ports * args.max_connections) // ports)
     limits = ModelLimits(args.max_request_elements, args.max_model_elements, args.max_queue_size)
     return limits, Admission(args.max_inflight_requests, args.max_inflight_bytes)
 

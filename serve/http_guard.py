@@ -227,7 +227,7 @@ def raise_open_file_limit(connections: int) -> int:
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft != resource.RLIM_INFINITY and soft < wanted:
         fitted = max(1, soft - _SPARE_FILES)
-        logger.warning("the open-file limit is %d: at most %d HTTP connections (--max-connections %d)",
+        logger.warning("the open-file limit is %d: at most %d HTTP connections in all (%d wanted)",
                        soft, fitted, connections)
         return fitted
     return connections
