@@ -163,6 +163,12 @@ class Call:
         else:
             self.connection.credit(self.stream, len(data))
         buffer = self.buffer
+        if not buffer and data[:1] == b"\0" and len(data) == _MAX_MESSAGE_HEADER + int.from_bytes(data[1:5], "big") \
+                and len(data) - _MAX_MESSAGE_HEADER <= self.calls.max_message_bytes:
+            # One whole message in one piece (a small request, as a rule): no framing buffer.
+            self.messages.append(data[_MAX_MESSAGE_HEADER:])
+            self._wake()
+            return
         buffer += data
         while len(buffer) >= _MAX_MESSAGE_HEADER:
             if buffer[0] not in (0, 1):

@@ -445,6 +445,20 @@ class Http2Connection(asyncio.Protocol):
         end the stream) when given; what the windows do not allow yet waits for WINDOW_UPDATE, in order."""
         if self.closed or stream.local_ended or stream.id not in self.streams:
             return
+        size, max_frame = len(data), self.peer_max_frame
+        if (end_block is not None and not stream.pending and size <= max_frame and size <= stream.send_window
+                and size <= self.send_window and len(head) <= max_frame and len(end_block) <= max_frame):
+            # A whole answer that the windows allow (a unary call's, as a rule): its frames in one write.
+            out = frame(HEADERS, END_HEADERS, stream.id, head) if head else b""
+            if size:
+                out += frame(DATA, 0, stream.id, data)
+            out += frame(HEADERS, END_STREAM | END_HEADERS, stream.id, end_block)
+            stream.send_window -= size
+            self.send_window -= size
+            stream.local_ended = True
+            self.write(out)
+            self._finish(stream)
+            return
         if head:
             self.write(head_frame(stream.id, head, False, self.peer_max_frame))
         # A view: the frames cut from a large answer share its bytes instead of copying what is left each time.
