@@ -110,10 +110,6 @@ class Context:
     def code(self) -> StatusCode | None:
         return self.call.code
 
-    def time_remaining(self) -> float | None:
-        deadline = self.call.deadline
-        return None if deadline is None else max(0.0, deadline - time.monotonic())
-
     def add_done_callback(self, callback: Callable) -> None:
         self.call.done_callbacks.append(callback)
 
@@ -122,7 +118,7 @@ class Call:
     """One call on one stream: its method, the message bytes received so far, and the task answering it."""
 
     __slots__ = ("connection", "stream", "method", "buffer", "messages", "waiter", "ended", "task", "code",
-                 "deadline", "timer", "done_callbacks", "started_ns", "held", "calls", "head_sent", "uncredited")
+                 "timer", "done_callbacks", "started_ns", "held", "calls", "head_sent", "uncredited")
 
     def __init__(self, calls: Calls, connection: Http2Connection, stream: Stream, method: Method) -> None:
         self.calls = calls
@@ -135,7 +131,6 @@ class Call:
         self.ended = False
         self.task: asyncio.Task | None = None
         self.code: StatusCode | None = None
-        self.deadline: float | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.done_callbacks: list[Callable] = []
         self.started_ns = time.perf_counter_ns()
@@ -332,7 +327,6 @@ class Calls(Handler):
             if seconds is None:
                 call.finish(StatusCode.INVALID_ARGUMENT, f"a malformed grpc-timeout {timeout!r}")
                 return
-            call.deadline = time.monotonic() + seconds
             call.timer = asyncio.get_running_loop().call_later(seconds, call.expire)
         if method.streaming:
             call.task = asyncio.get_running_loop().create_task(self._stream(call))

@@ -45,7 +45,7 @@ MAX_HEADER_BLOCK = 1 << 14
 LINGER_S = 1.0
 
 
-class ConnectionError_(Exception):
+class Http2Error(Exception):
     """A connection error (RFC 9113, 5.4.1): the connection ends with GOAWAY and this code."""
 
     def __init__(self, code: int, message: str) -> None:
@@ -169,7 +169,7 @@ class Http2Connection(asyncio.Protocol):
         try:
             self.buffer += data
             self._read_frames()
-        except ConnectionError_ as exc:
+        except Http2Error as exc:
             self._fail(exc.code, str(exc))
 
     def connection_lost(self, exc) -> None:
@@ -195,10 +195,10 @@ class Http2Connection(asyncio.Protocol):
         if not self.preface_seen:
             if len(buffer) < len(PREFACE):
                 if not PREFACE.startswith(bytes(buffer)):
-                    raise ConnectionError_(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
+                    raise Http2Error(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
                 return
             if buffer[:len(PREFACE)] != PREFACE:
-                raise ConnectionError_(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
+                raise Http2Error(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
             del buffer[:len(PREFACE)]
             self.preface_seen = True
             if self._preface_timer is not None:
@@ -208,7 +208,7 @@ class Http2Connection(asyncio.Protocol):
         while end - start >= 9 and not self.closed:
             length = int.from_bytes(buffer[start:start + 3], "big")
             if length > MAX_FRAME:
-                raise ConnectionError_(FRAME_SIZE_ERROR, f"a frame of {length} bytes, over the {MAX_FRAME} advertised")
+                raise Http2Error(FRAME_SIZE_ERROR, f"a frame of {length} bytes, over the {MAX_FRAME} advertised")
             if end - start < 9 + length:
                 break
             kind, flags = buffer[start + 3], buffer[start + 4]
@@ -216,7 +216,7 @@ class Http2Connection(asyncio.Protocol):
             payload = bytes(buffer[start + 9:start + 9 + length])
             start += 9 + length
             if self.header_block is not None and (kind != CONTINUATION or stream_id != self.header_block[0]):
-                raise ConnectionError_(PROTOCOL_ERROR, "a header block interrupted before END_HEADERS")
+                raise Http2Error(PROTOCOL_ERROR, "a header block interrupted before END_HEADERS")
             self._frame(kind, flags, stream_id, payload)
         del buffer[:start]
 
@@ -229,27 +229,27 @@ class Http2Connection(asyncio.Protocol):
             self._window_update(stream_id, payload)
         elif kind == PING:
             if stream_id or len(payload) != 8:
-                raise ConnectionError_(PROTOCOL_ERROR if stream_id else FRAME_SIZE_ERROR, "a malformed PING")
+                raise Http2Error(PROTOCOL_ERROR if stream_id else FRAME_SIZE_ERROR, "a malformed PING")
             if not flags & ACK:
                 self.write(frame(PING, ACK, 0, payload))
         elif kind == SETTINGS:
             self._settings(flags, stream_id, payload)
         elif kind == RST_STREAM:
             if not stream_id or len(payload) != 4:
-                raise ConnectionError_(PROTOCOL_ERROR, "a malformed RST_STREAM")
+                raise Http2Error(PROTOCOL_ERROR, "a malformed RST_STREAM")
             if stream_id > self.last_stream_id:
-                raise ConnectionError_(PROTOCOL_ERROR, "RST_STREAM on an idle stream")
+                raise Http2Error(PROTOCOL_ERROR, "RST_STREAM on an idle stream")
             stream = self._forget(stream_id)
             if stream is not None:
                 self.handler.reset(self, stream)
         elif kind == PRIORITY:
             if not stream_id or len(payload) != 5:
-                raise ConnectionError_(PROTOCOL_ERROR, "a malformed PRIORITY")
+                raise Http2Error(PROTOCOL_ERROR, "a malformed PRIORITY")
         elif kind == GOAWAY:
             self.going_away = True
             self._close_if_done()
         elif kind == PUSH_PROMISE:
-            raise ConnectionError_(PROTOCOL_ERROR, "a client may not send PUSH_PROMISE")
+            raise Http2Error(PROTOCOL_ERROR, "a client may not send PUSH_PROMISE")
         # Frames of unknown types are ignored (RFC 9113, 4.1).
 
     @staticmethod
@@ -257,20 +257,20 @@ class Http2Connection(asyncio.Protocol):
         if not flags & PADDED:
             return payload
         if not payload or payload[0] >= len(payload):
-            raise ConnectionError_(PROTOCOL_ERROR, "padding longer than its frame")
+            raise Http2Error(PROTOCOL_ERROR, "padding longer than its frame")
         return payload[1:len(payload) - payload[0]]
 
     def _data(self, flags: int, stream_id: int, payload: bytes) -> None:
         if not stream_id:
-            raise ConnectionError_(PROTOCOL_ERROR, "DATA on stream 0")
+            raise Http2Error(PROTOCOL_ERROR, "DATA on stream 0")
         size = len(payload)
         self.recv_window -= size
         if self.recv_window < 0:
-            raise ConnectionError_(FLOW_CONTROL_ERROR, "DATA past the connection's receive window")
+            raise Http2Error(FLOW_CONTROL_ERROR, "DATA past the connection's receive window")
         stream = self.streams.get(stream_id)
         if stream is None or stream.remote_ended:
             if stream_id > self.last_stream_id:
-                raise ConnectionError_(PROTOCOL_ERROR, "DATA on an idle stream")
+                raise Http2Error(PROTOCOL_ERROR, "DATA on an idle stream")
             # A stream already answered (or reset): its data still counts against the connection's window.
             self.credit(None, size)
             if stream is not None:
@@ -278,7 +278,7 @@ class Http2Connection(asyncio.Protocol):
             return
         stream.recv_window -= size
         if stream.recv_window < 0:
-            raise ConnectionError_(FLOW_CONTROL_ERROR, "DATA past a stream's receive window")
+            raise Http2Error(FLOW_CONTROL_ERROR, "DATA past a stream's receive window")
         data = self._unpad(flags, payload)
         if size > len(data):  # padding is flow-controlled too, and consumed at once
             self.credit(stream, size - len(data))
@@ -290,10 +290,10 @@ class Http2Connection(asyncio.Protocol):
 
     def _header_fragment(self, kind: int, flags: int, stream_id: int, payload: bytes) -> None:
         if not stream_id:
-            raise ConnectionError_(PROTOCOL_ERROR, "a header block on stream 0")
+            raise Http2Error(PROTOCOL_ERROR, "a header block on stream 0")
         if kind == CONTINUATION:
             if self.header_block is None:
-                raise ConnectionError_(PROTOCOL_ERROR, "CONTINUATION without a header block")
+                raise Http2Error(PROTOCOL_ERROR, "CONTINUATION without a header block")
             block = self.header_block
             block[2].append(payload)
             block[3] += len(payload)
@@ -301,11 +301,11 @@ class Http2Connection(asyncio.Protocol):
             payload = self._unpad(flags, payload)
             if flags & PRIORITY_FLAG:
                 if len(payload) < 5:
-                    raise ConnectionError_(FRAME_SIZE_ERROR, "HEADERS too short for its priority")
+                    raise Http2Error(FRAME_SIZE_ERROR, "HEADERS too short for its priority")
                 payload = payload[5:]
             block = [stream_id, flags, [payload], len(payload)]
         if block[3] > MAX_HEADER_BLOCK:
-            raise ConnectionError_(ENHANCE_YOUR_CALM, f"a header block over {MAX_HEADER_BLOCK} bytes")
+            raise Http2Error(ENHANCE_YOUR_CALM, f"a header block over {MAX_HEADER_BLOCK} bytes")
         if not flags & END_HEADERS:
             self.header_block = block
             return
@@ -322,7 +322,7 @@ class Http2Connection(asyncio.Protocol):
         try:
             headers = self.decoder.decode(data, raw=True)
         except hpack.HPACKError as exc:
-            raise ConnectionError_(COMPRESSION_ERROR, f"a header block that cannot be decoded: {exc}") from None
+            raise Http2Error(COMPRESSION_ERROR, f"a header block that cannot be decoded: {exc}") from None
         if all(byte > 0x80 and byte != 0xFF for byte in data):
             if len(self._indexed) >= 64:
                 self._indexed.clear()
@@ -337,12 +337,12 @@ class Http2Connection(asyncio.Protocol):
         if stream is not None:
             # Trailers: they end the stream.
             if not ended or stream.remote_ended:
-                raise ConnectionError_(PROTOCOL_ERROR, "a second header block that does not end its stream")
+                raise Http2Error(PROTOCOL_ERROR, "a second header block that does not end its stream")
             stream.remote_ended = True
             self.handler.ended(self, stream)
             return
         if stream_id % 2 == 0 or stream_id <= self.last_stream_id:
-            raise ConnectionError_(PROTOCOL_ERROR, f"a client stream with a reused or even id {stream_id}")
+            raise Http2Error(PROTOCOL_ERROR, f"a client stream with a reused or even id {stream_id}")
         self.last_stream_id = stream_id
         stream = Stream(stream_id, self.peer_window)
         stream.headers = headers
@@ -357,46 +357,46 @@ class Http2Connection(asyncio.Protocol):
 
     def _settings(self, flags: int, stream_id: int, payload: bytes) -> None:
         if stream_id:
-            raise ConnectionError_(PROTOCOL_ERROR, "SETTINGS on a stream")
+            raise Http2Error(PROTOCOL_ERROR, "SETTINGS on a stream")
         if flags & ACK:
             if payload:
-                raise ConnectionError_(FRAME_SIZE_ERROR, "a SETTINGS acknowledgement with a payload")
+                raise Http2Error(FRAME_SIZE_ERROR, "a SETTINGS acknowledgement with a payload")
             return
         if len(payload) % 6:
-            raise ConnectionError_(FRAME_SIZE_ERROR, "a SETTINGS payload that is not whole settings")
+            raise Http2Error(FRAME_SIZE_ERROR, "a SETTINGS payload that is not whole settings")
         for at in range(0, len(payload), 6):
             key, value = int.from_bytes(payload[at:at + 2], "big"), int.from_bytes(payload[at + 2:at + 6], "big")
             if key == SETTINGS_INITIAL_WINDOW_SIZE:
                 if value > MAX_WINDOW:
-                    raise ConnectionError_(FLOW_CONTROL_ERROR, "an initial window size over 2^31 - 1")
+                    raise Http2Error(FLOW_CONTROL_ERROR, "an initial window size over 2^31 - 1")
                 delta, self.peer_window = value - self.peer_window, value
                 for stream in self.streams.values():
                     stream.send_window += delta
             elif key == SETTINGS_MAX_FRAME_SIZE:
                 if not 16384 <= value <= (1 << 24) - 1:
-                    raise ConnectionError_(PROTOCOL_ERROR, f"a maximum frame size of {value}")
+                    raise Http2Error(PROTOCOL_ERROR, f"a maximum frame size of {value}")
                 self.peer_max_frame = value
             elif key == SETTINGS_ENABLE_PUSH and value > 1:
-                raise ConnectionError_(PROTOCOL_ERROR, "ENABLE_PUSH other than 0 or 1")
+                raise Http2Error(PROTOCOL_ERROR, "ENABLE_PUSH other than 0 or 1")
         self.write(frame(SETTINGS, ACK, 0))
         self._flush_blocked()
 
     def _window_update(self, stream_id: int, payload: bytes) -> None:
         if len(payload) != 4:
-            raise ConnectionError_(FRAME_SIZE_ERROR, "a WINDOW_UPDATE that is not 4 bytes")
+            raise Http2Error(FRAME_SIZE_ERROR, "a WINDOW_UPDATE that is not 4 bytes")
         increment = int.from_bytes(payload, "big") & 0x7FFFFFFF
         if not stream_id:
             if not increment:
-                raise ConnectionError_(PROTOCOL_ERROR, "a connection WINDOW_UPDATE of 0")
+                raise Http2Error(PROTOCOL_ERROR, "a connection WINDOW_UPDATE of 0")
             self.send_window += increment
             if self.send_window > MAX_WINDOW:
-                raise ConnectionError_(FLOW_CONTROL_ERROR, "the connection's send window past 2^31 - 1")
+                raise Http2Error(FLOW_CONTROL_ERROR, "the connection's send window past 2^31 - 1")
             self._flush_blocked()
             return
         stream = self.streams.get(stream_id)
         if stream is None:
             if stream_id > self.last_stream_id:
-                raise ConnectionError_(PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream")
+                raise Http2Error(PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream")
             return
         if not increment or stream.send_window + increment > MAX_WINDOW:
             self.reset_stream(stream, PROTOCOL_ERROR if not increment else FLOW_CONTROL_ERROR)
