@@ -2,15 +2,17 @@
 
 For each model of ``train_throughput.py`` (MLP 784-512-512-10, the digits CNN,
 LSTM(128) on 32x64; batch 128, Adam) this starts one worker process per
-contender: kgraph (this tree, and optionally a git revision with
-``--baseline``), PyTorch eager, and the floor (the step's matrix products
+contender: kgraph (this tree, with its compiled kernels where numba is installed;
+with ``--numpy-too`` also this tree with them off, and optionally a git revision
+with ``--baseline``), PyTorch eager, and the floor (the step's matrix products
 alone, run by NumPy's BLAS on arrays of the step's shapes). The workers take
 turns 0.3 s apart, each running ``--steps`` training steps untimed and then
 timing as many (kgraph through ``fit``), and the best round of each is kept,
 so a busy moment of a shared machine hits all alike. Each worker also reports its peak RSS (its own
 process: the framework, the model, the data and the steps).
 
-    python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--baseline HEAD | --baseline-root DIR]
+    python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--numpy-too]
+                               [--baseline HEAD | --baseline-root DIR]
     python benchmarks/floor.py --profile mlp   # cProfile of kgraph steps, the top functions by own time
     python benchmarks/floor.py --breakdown     # ms of forward, loss, gradient, optimizer next to the floor
 
@@ -141,9 +143,10 @@ def checkout(revision, into):
     return unpack(revision, into)
 
 
-def start(root, kind, model, steps):
+def start(root, kind, model, steps, env=None):
     code = WORKER.format(root=root, bench=HERE, kind=kind, model=model, steps=steps)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=None if env is None else {**os.environ, **env})
     if proc.stdout.readline().strip() != "ready":
         raise RuntimeError(f"the {kind} worker for {model} did not start")
     return proc
@@ -158,8 +161,8 @@ def round_of(proc):
 
 
 def compare(model, contenders, rounds, steps):
-    """Best ms per step and peak RSS (MiB) of each contender ``(label, root, kind)``, turns interleaved."""
-    workers = [start(root, kind, model, steps) for _, root, kind in contenders]
+    """Best ms per step and peak RSS (MiB) of each contender ``(label, root, kind, env)``, turns interleaved."""
+    workers = [start(root, kind, model, steps, env) for _, root, kind, env in contenders]
     best = [float("inf")] * len(workers)
     rss = [0.0] * len(workers)
     try:
@@ -244,6 +247,8 @@ def main():
     parser.add_argument("--baseline", help="also time kgraph at this git revision (e.g. HEAD)")
     parser.add_argument("--baseline-root", help="or the kgraph package under this directory (a copy of a revision)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    parser.add_argument("--numpy-too", action="store_true",
+                        help="also time this tree with KGRAPH_COMPILED_KERNELS=0 (NumPy only; the same without numba)")
     parser.add_argument("--profile", metavar="MODEL", help="profile kgraph's steps on MODEL instead")
     parser.add_argument("--breakdown", action="store_true",
                         help="time the parts of one kgraph step of each model instead (in this process)")
@@ -257,15 +262,17 @@ def main():
             breakdown(model, args.rounds)
         return
     with tempfile.TemporaryDirectory() as tmp:
-        contenders = [("kgraph", ROOT, "kgraph")]
+        contenders = [("kgraph", ROOT, "kgraph", None)]
+        if args.numpy_too:
+            contenders.append(("kgraph-numpy", ROOT, "kgraph", {"KGRAPH_COMPILED_KERNELS": "0"}))
         if args.baseline:
-            contenders.append((f"kgraph@{args.baseline}", checkout(args.baseline, tmp), "kgraph"))
+            contenders.append((f"kgraph@{args.baseline}", checkout(args.baseline, tmp), "kgraph", None))
         elif args.baseline_root:
-            contenders.append(("kgraph@base", os.path.abspath(args.baseline_root), "kgraph"))
+            contenders.append(("kgraph@base", os.path.abspath(args.baseline_root), "kgraph", None))
         if not args.no_torch:
-            contenders.append(("torch", ROOT, "torch"))
-        contenders.append(("floor", ROOT, "floor"))
-        labels = [label for label, _, _ in contenders]
+            contenders.append(("torch", ROOT, "torch", None))
+        contenders.append(("floor", ROOT, "floor", None))
+        labels = [label for label, _, _, _ in contenders]
         print(f"batch 128, Adam; ms per step, best of {args.rounds} interleaved turns of {args.steps} steps; "
               f"peak RSS of each worker in MiB")
         print(f"{'model':<6}" + "".join(f"{label:>17}" for label in labels)

@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from kgraph.ops.kernels import compiled
 from kgraph.optimizers.optimizer import Optimizer
 
 
@@ -38,6 +39,8 @@ class Adam(Optimizer):
         m, v = slots[0], slots[1]
         t = self._step_count() + 1  # this step's number, as a Python int
         alpha = learning_rate * math.sqrt(1.0 - self.beta_2**t) / (1.0 - self.beta_1**t)
+        if not self.amsgrad and self._fused(gradient, value, m, v, alpha):
+            return
         np.subtract(gradient, m, out=scratch)
         scratch *= 1.0 - self.beta_1
         m += scratch
@@ -54,6 +57,20 @@ class Adam(Optimizer):
         np.divide(m, scratch, out=scratch)
         scratch *= alpha
         np.subtract(value, scratch, out=value)
+
+    def _fused(self, gradient, value, m, v, alpha):
+        """The update as one compiled loop (``kernels.compiled``), where available; False: not taken.
+
+        The constants are cast to the variable's dtype as NumPy casts a Python float beside an array, so the
+        values equal the NumPy update's (a NumPy float64 ``alpha`` would widen NumPy's product instead).
+        """
+        fused = compiled.kernels()
+        constants = (1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon)
+        if fused is None or any(type(c) is not float for c in constants) or not compiled.usable(value, gradient, m, v):
+            return False
+        cast = value.dtype.type
+        fused.adam(value.reshape(-1), gradient.reshape(-1), m.reshape(-1), v.reshape(-1), *map(cast, constants))
+        return True
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from kgraph.ops.kernels import threads
+from kgraph.ops.kernels import compiled, threads
 
 __all__ = ["applies", "run"]
 
@@ -109,6 +109,42 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
         np.matmul(dz, kernel_t, out=dh)
 
 
+def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_cells, times, rows):
+    """``_forward`` for rows ``rows`` of the whole arrays, the elementwise runs fused by ``kernels.fused``."""
+    u = kernel.shape[0]
+    scale, offset, _, _ = _gate_constants(u, gates.dtype)
+    r0, r1 = rows.start, rows.stop
+    for s, t in enumerate(times):
+        z = gates[s, rows]
+        np.matmul(hidden[s, rows], kernel, out=z)
+        fused.lstm_gates(gates, s, base, t, time_major, scale, r0, r1)
+        np.tanh(z, out=z)
+        fused.lstm_cells(gates, s, cells, scale, offset, r0, r1)
+        np.tanh(cells[s + 1, rows], out=act_cells[s, rows])
+        np.multiply(z[:, 3 * u:], act_cells[s, rows], out=hidden[s + 1, rows])
+
+
+def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, d_base, time_major, times, rows):
+    """``_backward`` for rows ``rows`` of the whole arrays (``g_sequence`` C-contiguous, of no steps where
+    ``_backward`` has None); ``d_base`` is ``d_projection``'s C-contiguous form, as ``base`` in the forward."""
+    one = gates.dtype.type(1)
+    kernel_t = kernel.T
+    r0, r1 = rows.start, rows.stop
+    for s in range(len(times) - 1, -1, -1):
+        t = times[s]
+        fused.lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_base, one, r0, r1)
+        dz = d_base[t, rows] if time_major else d_base[rows, t]
+        np.matmul(dz, kernel_t, out=dh[rows])
+
+
+def _contiguous_base(projection):
+    """``(base, time_major)``: the projection as a C-contiguous array indexed [t, row] or [row, t], or None."""
+    if projection.flags.c_contiguous:
+        return projection, False
+    swapped = projection.transpose(1, 0, 2)
+    return (swapped, True) if swapped.flags.c_contiguous else (None, False)
+
+
 def _halves(batch, work_per_row):
     """Two row ranges for two threads (each row's recurrence is independent of the others), or None when
     the batch is too small for a hand-off to pay."""
@@ -150,11 +186,17 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     split = _halves(batch, width * timesteps)
     timings = None if split is None else _timings((batch, timesteps, width))
     halves = split if timings is not None and timings[0].choose() else None
+    fused = compiled.kernels() if dtype.kind == "f" and dtype.itemsize in (4, 8) else None
+    base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
     start = time.perf_counter()
 
     def forward(rows):
-        _forward(projection[rows], recurrent_kernel, hidden[:, rows], cells[:, rows], gates[:, rows],
-                 act_cells[:, rows], times)
+        if base is not None:
+            _forward_fused(fused, base, time_major, recurrent_kernel, hidden, cells, gates, act_cells, times,
+                           slice(*rows.indices(batch)[:2]))
+        else:
+            _forward(projection[rows], recurrent_kernel, hidden[:, rows], cells[:, rows], gates[:, rows],
+                     act_cells[:, rows], times)
     _run(forward, halves)
     if timings is not None:
         timings[0].record(halves is not None, time.perf_counter() - start)
@@ -167,11 +209,19 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
         dc = np.array(g_c, dtype=dtype)
         # In the projection's own memory order, so that its producer's VJP reads it as it wrote it.
         d_projection = np.empty_like(projection)
+        d_base = None if base is None else _contiguous_base(d_projection)
+        if d_base is not None and d_base[1] == time_major and d_base[0] is not None:
+            steps = g_sequence.shape[1] if g_sequence is not None else 0
+            sequence = np.ascontiguousarray(g_sequence if steps else np.empty((batch, 0, u)), dtype=dtype)
 
-        def backward(rows):
-            sequence_rows = None if g_sequence is None else g_sequence[rows]
-            _backward(sequence_rows, dh[rows], dc[rows], recurrent_kernel, cells[:, rows], gates[:, rows],
-                      act_cells[:, rows], d_projection[rows], times)
+            def backward(rows):
+                _backward_fused(fused, sequence, dh, dc, recurrent_kernel, cells, gates, act_cells, d_base[0],
+                                time_major, times, slice(*rows.indices(batch)[:2]))
+        else:
+            def backward(rows):
+                sequence_rows = None if g_sequence is None else g_sequence[rows]
+                _backward(sequence_rows, dh[rows], dc[rows], recurrent_kernel, cells[:, rows], gates[:, rows],
+                          act_cells[:, rows], d_projection[rows], times)
         back = split if timings is not None and timings[1].choose() else None
         start = time.perf_counter()
         _run(backward, back)

@@ -1,0 +1,63 @@
+"""Optional compiled kernels: fused elementwise loops, compiled by numba where it is installed.
+
+NumPy makes one pass over memory per operation, and each pass of a small
+array costs a call: Adam's update is 12 passes over every weight, one LSTM
+step's gates two dozen calls. With numba installed (the ``fast`` extra:
+``pip install "kgraph-engine[fast]"``) such sequences run as one loop each
+(``kgraph.ops.kernels.fused``), in the same operations and order as the NumPy
+code beside them, so values are the same element for element; without numba
+everything runs in NumPy as before. ``KGRAPH_COMPILED_KERNELS=0`` keeps NumPy
+even where numba is installed (``1`` or unset: compiled where available).
+
+numba compiles each kernel on its first call, about half a second each, and
+keeps the machine code in ``__pycache__`` (or numba's user-wide cache where
+that is read-only), so later processes load it in milliseconds.
+"""
+import importlib
+import os
+import threading
+
+__all__ = ["VARIABLE", "kernels"]
+
+VARIABLE = "KGRAPH_COMPILED_KERNELS"
+_ON = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+_lock = threading.Lock()
+_loaded = []  # [module or None] once numba's import has been tried
+_setting = [None, True]  # the variable's last value, and what it meant
+
+
+def _wanted():
+    value = os.environ.get(VARIABLE)
+    if value != _setting[0]:
+        if value is not None and value.strip().lower() not in _ON:
+            raise ValueError(f"{VARIABLE}={value!r}: expected 1 (compiled kernels where numba is installed) or 0 "
+                             "(NumPy only)")
+        _setting[:] = [value, True if value is None else _ON[value.strip().lower()]]
+    return _setting[1]
+
+
+def _load():
+    with _lock:
+        if not _loaded:
+            try:
+                fused = importlib.import_module("kgraph.ops.kernels.fused")
+            except ImportError:  # numba absent, or a numba that does not work with this NumPy
+                fused = None
+            _loaded.append(fused)
+    return _loaded[0]
+
+
+def kernels():
+    """The module of compiled kernels (``kgraph.ops.kernels.fused``), or None: numba is not installed or does
+    not import, or ``KGRAPH_COMPILED_KERNELS=0``."""
+    if not _wanted():
+        return None
+    return _loaded[0] if _loaded else _load()
+
+
+def usable(*arrays):
+    """Whether a kernel may take these arrays: C-contiguous, writeable where written, one floating dtype."""
+    dtype = arrays[0].dtype
+    return dtype.kind == "f" and dtype.itemsize in (4, 8) and all(
+        a.dtype == dtype and a.flags.c_contiguous for a in arrays)

@@ -1,0 +1,186 @@
+"""The compiled kernels (numba, the `fast` extra) against the NumPy code they replace: equal values, element
+for element, and the switch KGRAPH_COMPILED_KERNELS."""
+import numpy as np
+import pytest
+
+import kgraph
+from kgraph.ops.kernels import compiled, lstm, threads
+from kgraph.optimizers import Adam
+
+pytest.importorskip("numba")  # the dev extra installs it, so these run wherever the suite is meant to run
+
+
+class _Counting:
+    """The compiled kernels, counting calls by kernel name (so a test knows the compiled path ran)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.calls = {}
+
+    def __getattr__(self, name):
+        kernel = getattr(self.module, name)
+
+        def counted(*args):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return kernel(*args)
+        return counted
+
+
+@pytest.fixture
+def switch(monkeypatch):
+    """``switch(on)`` sets KGRAPH_COMPILED_KERNELS for the rest of the test; ``switch.calls`` counts the compiled
+    kernels' calls by name."""
+    original = compiled.kernels
+    module = original()
+    assert module is not None
+    counting = _Counting(module)
+
+    def kernels():
+        return counting if original() is not None else None
+    monkeypatch.setattr(compiled, "kernels", kernels)
+
+    def set_to(on):
+        monkeypatch.setenv(compiled.VARIABLE, "1" if on else "0")
+    set_to.calls = counting.calls
+    return set_to
+
+
+def test_switch_turns_kernels_off_and_rejects_malformed_values(monkeypatch):
+    monkeypatch.delenv(compiled.VARIABLE, raising=False)
+    assert compiled.kernels() is not None
+    for off in ("0", "off", "False"):
+        monkeypatch.setenv(compiled.VARIABLE, off)
+        assert compiled.kernels() is None
+    monkeypatch.setenv(compiled.VARIABLE, " 1 ")
+    assert compiled.kernels() is not None
+    monkeypatch.setenv(compiled.VARIABLE, "fast")
+    with pytest.raises(ValueError, match="KGRAPH_COMPILED_KERNELS='fast'"):
+        compiled.kernels()
+
+
+def test_without_numba_everything_stays_numpy(monkeypatch):
+    monkeypatch.delenv(compiled.VARIABLE, raising=False)
+    monkeypatch.setattr(compiled, "_loaded", [])
+    monkeypatch.setitem(__import__("sys").modules, "numba", None)  # import numba raises ImportError
+    monkeypatch.delitem(__import__("sys").modules, "kgraph.ops.kernels.fused", raising=False)
+    assert compiled.kernels() is None
+    # and training still works, through NumPy
+    _adam_run(np.float32, contiguous=True)
+
+
+def _adam_run(dtype, contiguous, amsgrad=False, learning_rate=0.01, steps=4):
+    rng = np.random.default_rng(0)
+    variables = [kgraph.Variable(rng.standard_normal(shape).astype(dtype)) for shape in [(300, 70), (70,), (3,)]]
+    optimizer = Adam(learning_rate, amsgrad=amsgrad)
+    for _ in range(steps):
+        grads = []
+        for v in variables:
+            g = rng.standard_normal(v.shape[::-1]).astype(dtype)
+            grads.append(g.T if not contiguous and g.ndim == 2 else g.T.copy())
+        optimizer.apply(grads, variables)
+    return [np.array(v.value) for v in variables] + [np.array(s.value) for s in optimizer.variables[1:]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["plain", "strided gradient", "amsgrad", "numpy learning rate"])
+def test_adam_fused_equals_numpy(switch, dtype, case):
+    options = {"contiguous": case != "strided gradient", "amsgrad": case == "amsgrad",
+               "learning_rate": np.float64(0.01) if case == "numpy learning rate" else 0.01}
+    switch(False)
+    expected = _adam_run(dtype, **options)
+    switch(True)
+    got = _adam_run(dtype, **options)
+    assert switch.calls.get("adam", 0) == (0 if case == "amsgrad" else 8 if case == "strided gradient"
+                                            else 12)  # strided: only the two 1-D variables fuse
+    for a, b in zip(expected, got):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype == dtype
+
+
+def test_adam_fused_kernel_runs_and_splits_in_two_threads(switch):
+    switch(True)
+    calls = []
+    fused = compiled.kernels()
+
+    class Spy:
+        def adam(self, *args):
+            calls.append(args[0].size)
+            fused.adam(*args)
+    big = kgraph.Variable(np.ones((600, 300), np.float32))
+    optimizer = Adam(0.1)
+    original = compiled.kernels
+    compiled.kernels = lambda: Spy()
+    try:
+        for _ in range(4):
+            optimizer.apply([np.full((600, 300), 0.5, np.float32)], [big])
+    finally:
+        compiled.kernels = original
+    assert calls and set(calls) <= {180000, 90000}
+    if threads.can_split():
+        assert 90000 in calls  # a timed split ran the kernel on halves
+    np.testing.assert_allclose(np.asarray(big.value), 1 - 4 * 0.1, rtol=1e-5)
+
+
+def _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, batch=24, timesteps=7, units=8, split=False):
+    rng = np.random.default_rng(3)
+    if time_major:
+        projection = rng.standard_normal((timesteps, batch, 4 * units)).astype(dtype).transpose(1, 0, 2)
+    else:
+        projection = rng.standard_normal((batch, timesteps, 4 * units)).astype(dtype)
+    kernel = (rng.standard_normal((units, 4 * units)) * 0.3).astype(dtype)
+    h0, c0 = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
+    g_sequence = rng.standard_normal((batch, timesteps, units)).astype(dtype) if sequence_cotangent else \
+        np.zeros((batch, timesteps, units), dtype)
+    g_h, g_c = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
+    (sequence, h, c), vjp = lstm.run(projection, kernel, h0, c0, go_backwards)
+    return [np.array(sequence), h, c, *vjp((g_sequence, g_h, g_c))]
+
+
+@pytest.mark.parametrize("time_major", [True, False])
+@pytest.mark.parametrize("go_backwards", [False, True])
+@pytest.mark.parametrize("sequence_cotangent", [True, False])
+def test_lstm_fused_equals_numpy(switch, time_major, go_backwards, sequence_cotangent):
+    for dtype in (np.float32, np.float64):
+        switch(False)
+        expected = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype)
+        switch(True)
+        got = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype)
+        for name, a, b in zip(["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"], expected, got):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    assert switch.calls["lstm_gates"] == switch.calls["lstm_cells"] == switch.calls["lstm_backward_step"] == 2 * 7
+
+
+def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
+    if not threads.can_split():
+        pytest.skip("one core or no threadpoolctl: no split to test")
+    monkeypatch.setattr(lstm, "MIN_WORK", 1)
+    monkeypatch.setattr(lstm, "_TIMINGS", {})
+    outs = {}
+    for on in (False, True):
+        switch(on)
+        lstm._TIMINGS.clear()
+        # The first two calls of a shape time the split and the whole way: every run below covers both.
+        outs[on] = [_lstm_case(True, False, True, np.float32, batch=40) for _ in range(3)]
+    for expected, got in zip(outs[False], outs[True]):
+        for a, b in zip(expected, got):
+            np.testing.assert_array_equal(a, b)
+    assert switch.calls["lstm_gates"] >= 3 * 7 + 7  # every call's 7 steps, and two halves in one of them at least
+
+
+def test_training_trajectory_is_the_same_with_and_without_compiled_kernels(switch):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 6, 5)).astype(np.float32)
+    y = rng.integers(0, 3, 64)
+    weights = {}
+    for on in (False, True):
+        switch(on)
+        kgraph.utils.set_random_seed(1)
+        model = kgraph.Sequential([kgraph.Input((6, 5)), kgraph.layers.LSTM(16),
+                                   kgraph.layers.Dense(3, activation="softmax")])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        history = model.fit(x, y, epochs=3, batch_size=16, verbose=0, shuffle=False)
+        weights[on] = (history.history["loss"], model.get_weights())
+    assert weights[False][0] == weights[True][0]
+    assert switch.calls["adam"] and switch.calls["lstm_backward_step"]
+    for a, b in zip(weights[False][1], weights[True][1]):
+        np.testing.assert_array_equal(a, b)
