@@ -438,7 +438,7 @@ class Optimizer:
             jobs.append((gradient, value, [None if s[i] is None else s[i].value for s in slot_lists], scratch))
         self._prepare_step(learning_rate)
         if self._elementwise():
-            update_parallel.run(self.update_step, jobs, learning_rate, self._update_timing)
+            update_parallel.run(self.update_step, jobs, learning_rate, self._update_timing, self._fused_update())
         else:
             for gradient, value, slots, scratch in jobs:
                 self.update_step(gradient, value, slots, learning_rate, scratch)
@@ -511,6 +511,10 @@ class Optimizer:
         """
         owner = next(c for c in type(self).__mro__ if "update_step" in c.__dict__)
         return owner.__dict__.get("_elementwise_update", False)
+
+    def _fused_update(self):
+        """Whether ``update_step`` runs as one compiled loop (``kernels.compiled``) in this configuration."""
+        return False
 
     def _filter_empty_gradients(self, grads, variables):
         kept = [(g, v) for g, v in zip(grads, variables) if g is not None]

@@ -5,7 +5,7 @@ import pytest
 
 import kgraph
 from kgraph.ops.kernels import compiled, lstm, threads
-from kgraph.optimizers import Adam
+from kgraph.optimizers import Adam, update_parallel
 
 pytest.importorskip("numba")  # the dev extra installs it, so these run wherever the suite is meant to run
 
@@ -97,28 +97,28 @@ def test_adam_fused_equals_numpy(switch, dtype, case):
         assert a.dtype == b.dtype == dtype
 
 
-def test_adam_fused_kernel_runs_and_splits_in_two_threads(switch):
+def test_adam_fused_kernel_splits_in_two_threads_above_its_threshold(switch, monkeypatch):
     switch(True)
-    calls = []
-    fused = compiled.kernels()
+    sizes = []
+    fused = compiled.kernels().module
 
     class Spy:
         def adam(self, *args):
-            calls.append(args[0].size)
+            sizes.append(args[0].size)
             fused.adam(*args)
-    big = kgraph.Variable(np.ones((600, 300), np.float32))
-    optimizer = Adam(0.1)
-    original = compiled.kernels
-    compiled.kernels = lambda: Spy()
-    try:
+    monkeypatch.setattr(compiled, "kernels", lambda: Spy())
+    for threshold in (1 << 20, 1 << 16):
+        monkeypatch.setattr(update_parallel, "FUSED_SPLIT_ELEMENTS", threshold)
+        sizes.clear()
+        big = kgraph.Variable(np.ones((600, 300), np.float32))
+        optimizer = Adam(0.1)
         for _ in range(4):
             optimizer.apply([np.full((600, 300), 0.5, np.float32)], [big])
-    finally:
-        compiled.kernels = original
-    assert calls and set(calls) <= {180000, 90000}
-    if threads.can_split():
-        assert 90000 in calls  # a timed split ran the kernel on halves
-    np.testing.assert_allclose(np.asarray(big.value), 1 - 4 * 0.1, rtol=1e-5)
+        if threshold > big.value.size:
+            assert set(sizes) == {180000}  # below the threshold: whole, in the calling thread
+        elif threads.cores() > 1:
+            assert 90000 in sizes  # above it, a timed split ran the kernel on halves
+        np.testing.assert_allclose(np.asarray(big.value), 1 - 4 * 0.1, rtol=1e-5)
 
 
 def _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, batch=24, timesteps=7, units=8, split=False):

@@ -13,13 +13,14 @@ def _train(optimizer, split, steps=3):
     shapes = [(300, 257), (257,), (64, 3), (5,)]  # two above the piece size (one of odd length), two below
     variables = [Variable(rng.standard_normal(s).astype(np.float32), name=f"w{i}") for i, s in enumerate(shapes)]
     grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(steps)]
-    previous = update_parallel.SPLIT_ELEMENTS
-    update_parallel.SPLIT_ELEMENTS = 1 if split else 1 << 62
+    previous = update_parallel.SPLIT_ELEMENTS, update_parallel.FUSED_SPLIT_ELEMENTS
+    # Both thresholds: NumPy updates and compiled ones (Adam's, with numba installed) split alike.
+    update_parallel.SPLIT_ELEMENTS = update_parallel.FUSED_SPLIT_ELEMENTS = 1 if split else 1 << 62
     try:
         for step in grads:
             optimizer.apply(step, variables)
     finally:
-        update_parallel.SPLIT_ELEMENTS = previous
+        update_parallel.SPLIT_ELEMENTS, update_parallel.FUSED_SPLIT_ELEMENTS = previous
     return [v.numpy() for v in variables] + [s.numpy() for s in optimizer.variables]
 
 
@@ -79,9 +80,10 @@ def test_timing_tries_both_ways_then_keeps_the_faster_and_retimes_the_other():
 def test_optimizer_state_leaves_out_the_timing():
     import pickle
     optimizer = optimizers.Adam()
-    variable = Variable(np.zeros(1 << 17, np.float32), name="w")
+    size = max(update_parallel.SPLIT_ELEMENTS, update_parallel.FUSED_SPLIT_ELEMENTS)
+    variable = Variable(np.zeros(size, np.float32), name="w")
     for _ in range(4):  # each way warms up, then is timed
-        optimizer.apply([np.ones(1 << 17, np.float32)], [variable])
+        optimizer.apply([np.ones(size, np.float32)], [variable])
     assert None not in optimizer._update_timing.seconds.values()
     restored = pickle.loads(pickle.dumps(optimizer))
     assert restored._update_timing.seconds == {True: None, False: None}
