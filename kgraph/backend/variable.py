@@ -4,6 +4,8 @@ import numpy as np
 from kgraph import backend
 from kgraph.backend.name_scope import current_path
 
+_DTYPE_NAMES = {}  # np.dtype -> its name
+
 
 class Variable:
     """A weight: ``value`` (a NumPy array), ``name``, ``path`` and ``trainable``.
@@ -57,7 +59,11 @@ class Variable:
 
     @property
     def dtype(self):
-        return self._value.dtype.name
+        dtype = self._value.dtype
+        name = _DTYPE_NAMES.get(dtype)
+        if name is None:  # NumPy computes a dtype's name in Python, each time it is asked
+            name = _DTYPE_NAMES[dtype] = dtype.name
+        return name
 
     @property
     def ndim(self):

@@ -540,8 +540,10 @@ class Optimizer:
                 f"Gradient for variable '{getattr(variable, 'path', variable.name)}' has shape "
                 f"{gradient.shape}, expected the variable's shape {tuple(variable.shape)}."
             )
-        if gradient.dtype != np.dtype(variable.dtype):
-            gradient = gradient.astype(variable.dtype)
+        value = getattr(variable, "value", None)
+        dtype = value.dtype if isinstance(value, np.ndarray) else np.dtype(variable.dtype)
+        if gradient.dtype != dtype:
+            gradient = gradient.astype(dtype)
         return gradient
 
     def _clip_gradients(self, grads):
