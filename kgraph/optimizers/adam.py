@@ -59,7 +59,7 @@ class Adam(Optimizer):
         np.subtract(value, scratch, out=value)
 
     def _fused_update(self):
-        return not self.amsgrad and compiled.kernels() is not None
+        return not self.amsgrad and compiled.loaded() is not None
 
     def _fused(self, gradient, value, m, v, alpha):
         """The update as one compiled loop (``kernels.compiled``), where available; False: not taken.
@@ -67,7 +67,7 @@ class Adam(Optimizer):
         The constants are cast to the variable's dtype as NumPy casts a Python float beside an array, so the
         values equal the NumPy update's (a NumPy float64 ``alpha`` would widen NumPy's product instead).
         """
-        fused = compiled.kernels()
+        fused = compiled.kernels(value.size)
         constants = (1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon)
         if fused is None or any(type(c) is not float for c in constants) or not compiled.usable(value, gradient, m, v):
             return False

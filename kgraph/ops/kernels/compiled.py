@@ -11,16 +11,23 @@ even where numba is installed (``1`` or unset: compiled where available).
 
 numba compiles each kernel on its first call, about half a second each, and
 keeps the machine code in ``__pycache__`` (or numba's user-wide cache where
-that is read-only), so later processes load it in milliseconds.
+that is read-only), so later processes load it in milliseconds. numba itself is imported on the first
+kernel call with at least ``LOAD_WORK`` elements (never by ``import kgraph``, by
+inference, or by small models).
 """
 import importlib
 import os
 import threading
 
-__all__ = ["VARIABLE", "kernels"]
+__all__ = ["LOAD_WORK", "VARIABLE", "kernels", "loaded", "usable"]
 
 VARIABLE = "KGRAPH_COMPILED_KERNELS"
 _ON = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+# Loading numba costs about half a second and 110 MiB: a kernel call on fewer elements than this does not load
+# it (NumPy computes the same values), so small models and scripts never pay for it; once it is loaded, every
+# call uses it. Adam over this many elements saves about 60 µs a step.
+LOAD_WORK = 1 << 16
 
 _lock = threading.Lock()
 _loaded = []  # [module or None] once numba's import has been tried
@@ -48,12 +55,22 @@ def _load():
     return _loaded[0]
 
 
-def kernels():
+def kernels(work=None):
     """The module of compiled kernels (``kgraph.ops.kernels.fused``), or None: numba is not installed or does
-    not import, or ``KGRAPH_COMPILED_KERNELS=0``."""
+    not import, or ``KGRAPH_COMPILED_KERNELS=0``, or numba is not loaded yet and ``work`` (the elements a kernel
+    would take) is below ``LOAD_WORK``."""
     if not _wanted():
         return None
-    return _loaded[0] if _loaded else _load()
+    if _loaded:
+        return _loaded[0]
+    if work is not None and work < LOAD_WORK:
+        return None
+    return _load()
+
+
+def loaded():
+    """The compiled kernels if numba is loaded already (and they are not turned off), else None; never loads."""
+    return _loaded[0] if _loaded and _wanted() else None
 
 
 def usable(*arrays):

@@ -186,7 +186,7 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     split = _halves(batch, width * timesteps)
     timings = None if split is None else _timings((batch, timesteps, width))
     halves = split if timings is not None and timings[0].choose() else None
-    fused = compiled.kernels() if dtype.kind == "f" and dtype.itemsize in (4, 8) else None
+    fused = compiled.kernels(projection.size) if dtype.kind == "f" and dtype.itemsize in (4, 8) else None
     base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
     start = time.perf_counter()
 

@@ -35,8 +35,8 @@ def switch(monkeypatch):
     assert module is not None
     counting = _Counting(module)
 
-    def kernels():
-        return counting if original() is not None else None
+    def kernels(work=None):
+        return counting if original(work) is not None else None
     monkeypatch.setattr(compiled, "kernels", kernels)
 
     def set_to(on):
@@ -106,7 +106,7 @@ def test_adam_fused_kernel_splits_in_two_threads_above_its_threshold(switch, mon
         def adam(self, *args):
             sizes.append(args[0].size)
             fused.adam(*args)
-    monkeypatch.setattr(compiled, "kernels", lambda: Spy())
+    monkeypatch.setattr(compiled, "kernels", lambda work=None: Spy())
     for threshold in (1 << 20, 1 << 16):
         monkeypatch.setattr(update_parallel, "FUSED_SPLIT_ELEMENTS", threshold)
         sizes.clear()
@@ -184,3 +184,30 @@ def test_training_trajectory_is_the_same_with_and_without_compiled_kernels(switc
     assert switch.calls["adam"] and switch.calls["lstm_backward_step"]
     for a, b in zip(weights[False][1], weights[True][1]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_numba_loads_only_for_work_worth_it():
+    """A fresh process: small models train in NumPy without importing numba; a large enough update loads it."""
+    probe = """
+import sys
+import numpy as np
+import kgraph
+from kgraph.ops.kernels import compiled
+small = kgraph.Sequential([kgraph.Input((4,)), kgraph.layers.Dense(3)])
+small.compile(optimizer="adam", loss="mse")
+small.fit(np.ones((8, 4), np.float32), np.ones((8, 3), np.float32), epochs=2, verbose=0)
+recurrent = kgraph.Sequential([kgraph.Input((5, 4)), kgraph.layers.LSTM(8)])
+recurrent(np.ones((2, 5, 4), np.float32))
+print("numba" in sys.modules, compiled.loaded() is None)
+big = kgraph.Sequential([kgraph.Input((512,)), kgraph.layers.Dense(512)])
+big.compile(optimizer="adam", loss="mse")
+big.fit(np.ones((8, 512), np.float32), np.ones((8, 512), np.float32), epochs=1, verbose=0)
+print("numba" in sys.modules, compiled.loaded() is not None)
+"""
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != compiled.VARIABLE}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True", "True"]
