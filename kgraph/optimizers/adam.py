@@ -68,11 +68,12 @@ class Adam(Optimizer):
         values equal the NumPy update's (a NumPy float64 ``alpha`` would widen NumPy's product instead).
         """
         fused = compiled.kernels(value.size)
-        constants = (1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon)
-        if fused is None or any(type(c) is not float for c in constants) or not compiled.usable(value, gradient, m, v):
+        if fused is None or not compiled.usable(value, gradient, m, v):
             return False
-        cast = value.dtype.type
-        fused.adam(value.reshape(-1), gradient.reshape(-1), m.reshape(-1), v.reshape(-1), *map(cast, constants))
+        constants = compiled.constants(value.dtype, 1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon)
+        if constants is None:
+            return False
+        fused.adam(*compiled.flat(value, gradient, m, v), *constants)
         return True
 
     def get_config(self):

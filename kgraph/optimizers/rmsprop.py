@@ -1,6 +1,7 @@
 """RMSprop: divide the gradient by a running root mean square."""
 import numpy as np
 
+from kgraph.ops.kernels import compiled
 from kgraph.optimizers.optimizer import Optimizer
 
 
@@ -32,6 +33,8 @@ class RMSprop(Optimizer):
         return names
 
     def update_step(self, gradient, value, slots, learning_rate, scratch):
+        if self._fused(gradient, value, slots, learning_rate):
+            return
         velocity = slots[0]
         rho = self.rho
         velocity *= rho
@@ -58,6 +61,23 @@ class RMSprop(Optimizer):
             np.subtract(value, momentum, out=value)
         else:
             np.subtract(value, scratch, out=value)
+
+    def _fused_update(self):
+        return compiled.loaded() is not None
+
+    def _fused(self, gradient, value, slots, learning_rate):
+        """The update as one compiled loop (``kernels.compiled``), where available, with the same values."""
+        fused = compiled.kernels(value.size)
+        momentum = slots[1] if self.momentum > 0 else None
+        average = slots[-1] if self.centered else None
+        if fused is None or not compiled.usable(value, gradient, slots[0], average, momentum):
+            return False
+        constants = compiled.constants(value.dtype, self.rho, 1.0 - self.rho, self.epsilon, learning_rate,
+                                       self.momentum)
+        if constants is None:
+            return False
+        fused.rmsprop(*compiled.flat(value, gradient, slots[0], average, momentum), *constants)
+        return True
 
     def get_config(self):
         return {**super().get_config(), "rho": self.rho, "momentum": self.momentum,

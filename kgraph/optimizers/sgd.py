@@ -1,6 +1,7 @@
 """Stochastic gradient descent with optional (Nesterov) momentum."""
 import numpy as np
 
+from kgraph.ops.kernels import compiled
 from kgraph.optimizers.optimizer import Optimizer
 
 
@@ -26,6 +27,8 @@ class SGD(Optimizer):
         return ["momentum"] if self.momentum != 0 else []
 
     def update_step(self, gradient, value, slots, learning_rate, scratch):
+        if self._fused(gradient, value, slots[0] if slots else None, learning_rate):
+            return
         step = np.multiply(gradient, learning_rate, out=scratch)
         if self.momentum == 0:
             np.subtract(value, step, out=value)
@@ -39,6 +42,20 @@ class SGD(Optimizer):
             np.add(value, scratch, out=value)
         else:
             np.add(value, m, out=value)
+
+    def _fused_update(self):
+        return compiled.loaded() is not None
+
+    def _fused(self, gradient, value, m, learning_rate):
+        """The update as one compiled loop (``kernels.compiled``), where available, with the same values."""
+        fused = compiled.kernels(value.size)
+        if fused is None or not compiled.usable(value, gradient, m):
+            return False
+        constants = compiled.constants(value.dtype, learning_rate, self.momentum)
+        if constants is None:
+            return False
+        fused.sgd(*compiled.flat(value, gradient, m), *constants, bool(self.nesterov))
+        return True
 
     def get_config(self):
         return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}

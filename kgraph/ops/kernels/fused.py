@@ -11,7 +11,7 @@ release the GIL, so ``kernels.threads`` can run two halves of a job at once.
 import numba
 import numpy as np
 
-__all__ = ["adam", "lstm_backward_step", "lstm_cells", "lstm_gates"]
+__all__ = ["adam", "lstm_backward_step", "lstm_cells", "lstm_gates", "rmsprop", "sgd"]
 
 
 def _compile(function):
@@ -33,6 +33,52 @@ def adam(value, gradient, m, v, rate_m, rate_v, alpha, epsilon):
         vi = v[i] + (g * g - v[i]) * rate_v
         v[i] = vi
         value[i] = value[i] - mi / (np.sqrt(vi) + epsilon) * alpha
+
+
+@_compile
+def sgd(value, gradient, m, learning_rate, momentum, nesterov):
+    """SGD on flat arrays (``optimizers.SGD.update_step``): ``step = g * lr``; without momentum (``m`` empty)
+    ``value -= step``; else ``m = m * momentum - step`` and ``value += m``, or with ``nesterov``
+    ``value = (value - step) + m * momentum``."""
+    plain = m.shape[0] == 0
+    for i in range(value.shape[0]):
+        step = gradient[i] * learning_rate
+        if plain:
+            value[i] = value[i] - step
+            continue
+        mi = m[i] * momentum - step
+        m[i] = mi
+        if nesterov:
+            value[i] = (value[i] - step) + mi * momentum
+        else:
+            value[i] = value[i] + mi
+
+
+@_compile
+def rmsprop(value, gradient, velocity, average, velocity_momentum, rho, rate, epsilon, learning_rate, momentum):
+    """RMSprop on flat arrays (``optimizers.RMSprop.update_step``; ``rate = 1 - rho``): ``v = v * rho + g^2 * rate``;
+    centered (``average`` not empty): ``a = a * rho + g * rate`` and ``d = (v - a^2) + epsilon``, else
+    ``d = v + epsilon``; ``s = g / sqrt(d) * lr``; with momentum (``velocity_momentum`` not empty)
+    ``mo = mo * momentum + s`` and ``value -= mo``, else ``value -= s``."""
+    centered = average.shape[0] > 0
+    with_momentum = velocity_momentum.shape[0] > 0
+    for i in range(value.shape[0]):
+        g = gradient[i]
+        v = velocity[i] * rho + g * g * rate
+        velocity[i] = v
+        if centered:
+            a = average[i] * rho + g * rate
+            average[i] = a
+            d = (v - a * a) + epsilon
+        else:
+            d = v + epsilon
+        step = g / np.sqrt(d) * learning_rate
+        if with_momentum:
+            mo = velocity_momentum[i] * momentum + step
+            velocity_momentum[i] = mo
+            value[i] = value[i] - mo
+        else:
+            value[i] = value[i] - step
 
 
 @_compile

@@ -1,9 +1,10 @@
 """The compiled kernels (numba, the `fast` extra) against the NumPy code they replace: equal values, element
-for element, and the switch KGRAPH_COMPILED_KERNELS."""
+for element (Adam, SGD, RMSprop, the LSTM's steps), and the switch KGRAPH_COMPILED_KERNELS."""
 import numpy as np
 import pytest
 
 import kgraph
+from kgraph import optimizers
 from kgraph.ops.kernels import compiled, lstm, threads
 from kgraph.optimizers import Adam, update_parallel
 
@@ -69,9 +70,12 @@ def test_without_numba_everything_stays_numpy(monkeypatch):
 
 
 def _adam_run(dtype, contiguous, amsgrad=False, learning_rate=0.01, steps=4):
+    return _optimizer_run(Adam(learning_rate, amsgrad=amsgrad), dtype, contiguous, steps)
+
+
+def _optimizer_run(optimizer, dtype, contiguous=True, steps=4):
     rng = np.random.default_rng(0)
     variables = [kgraph.Variable(rng.standard_normal(shape).astype(dtype)) for shape in [(300, 70), (70,), (3,)]]
-    optimizer = Adam(learning_rate, amsgrad=amsgrad)
     for _ in range(steps):
         grads = []
         for v in variables:
@@ -95,6 +99,24 @@ def test_adam_fused_equals_numpy(switch, dtype, case):
     for a, b in zip(expected, got):
         np.testing.assert_array_equal(a, b)
         assert a.dtype == b.dtype == dtype
+
+
+@pytest.mark.parametrize("kernel, make", [
+    ("sgd", lambda: optimizers.SGD(0.1)), ("sgd", lambda: optimizers.SGD(0.1, momentum=0.9)),
+    ("sgd", lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True)), ("rmsprop", lambda: optimizers.RMSprop(0.01)),
+    ("rmsprop", lambda: optimizers.RMSprop(0.01, momentum=0.5)),
+    ("rmsprop", lambda: optimizers.RMSprop(0.01, centered=True)),
+    ("rmsprop", lambda: optimizers.RMSprop(0.01, rho=0.8, centered=True, momentum=0.3)),
+    ("adam", lambda: optimizers.AdamW(0.01, weight_decay=0.1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_other_optimizers_fused_equal_numpy(switch, kernel, make, dtype):
+    switch(False)
+    expected = _optimizer_run(make(), dtype)
+    switch(True)
+    got = _optimizer_run(make(), dtype)
+    assert switch.calls == {kernel: 12}
+    for a, b in zip(expected, got):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_adam_fused_kernel_splits_in_two_threads_above_its_threshold(switch, monkeypatch):
