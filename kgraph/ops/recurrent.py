@@ -197,7 +197,8 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_bac
     _check("lstm", projection, recurrent_kernel, 4, recurrent_masks)
     _check_mask("lstm", step_mask, projection)
     if lstm_kernel.applies(activation, recurrent_activation, recurrent_masks, step_mask):
-        return lstm_kernel.run(projection, recurrent_kernel, initial_h, initial_c, go_backwards)
+        return lstm_kernel.run(projection, recurrent_kernel, initial_h, initial_c, go_backwards, step_mask,
+                               zero_output_for_mask)
     act = gate_activations.get(activation)
     gate_act = gate_activations.get(recurrent_activation)
     batch, timesteps, width = projection.shape

@@ -11,7 +11,7 @@ release the GIL, so ``kernels.threads`` can run two halves of a job at once.
 import numba
 import numpy as np
 
-__all__ = ["adam", "lstm_backward_step", "lstm_cells", "lstm_gates", "rmsprop", "sgd"]
+__all__ = ["adam", "lstm_backward_step", "lstm_carry", "lstm_cells", "lstm_gates", "lstm_restore", "rmsprop", "sgd"]
 
 
 def _compile(function):
@@ -109,14 +109,27 @@ def lstm_cells(gates, s, cells, scale, offset, r0, r1):
 
 
 @_compile
-def lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_projection, one, r0, r1):
+def lstm_carry(cells, hidden, s, keep, r0, r1):
+    """Rows ``r0:r1`` masked at step ``s`` (``keep[s, row] == 0``) keep the states they had before it."""
+    for r in range(r0, r1):
+        if keep[s, r] == 0:
+            cells[s + 1, r] = cells[s, r]
+            hidden[s + 1, r] = hidden[s, r]
+
+
+@_compile
+def lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_projection, one, r0, r1,
+                       keep, zero_output, skip):
     """Rows ``r0:r1`` of BPTT step ``s`` (input timestep ``t``), before the product with the recurrent kernel.
 
     ``dh += g_sequence[:, s]`` (when it has steps); ``dc += dh * o * (1 - tanh(c)^2)``; the gates' cotangents
     ``(dc * c~, dc * c_prev, dc * i, dh * tanh(c))`` times their activations' slopes into ``d_projection``
-    (indexed as ``projection`` in ``lstm_gates``); ``dc *= f``.
+    (indexed as ``projection`` in ``lstm_gates``); ``dc *= f``. With a step mask (``keep`` not empty), a masked
+    row's cotangents pass through: its ``d_projection`` is zero, ``dc`` stays, and ``dh`` is kept in ``skip``
+    for ``lstm_restore`` (``zero_output``: its sequence cotangent is not added).
     """
     u = dh.shape[1]
+    masks = keep.shape[0] > 0
     for r in range(r0, r1):
         z = gates[s, r]
         tc = act_cells[s, r]
@@ -124,10 +137,18 @@ def lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_c
         dz = d_projection[t, r] if time_major else d_projection[r, t]
         h = dh[r]
         c = dc[r]
-        if g_sequence.shape[1] > 0:
+        masked = masks and keep[s, r] == 0
+        if g_sequence.shape[1] > 0 and not (masked and zero_output):
             g = g_sequence[r, s]
             for j in range(u):
                 h[j] = h[j] + g[j]
+        if masked:
+            kept = skip[r]
+            for j in range(u):
+                kept[j] = h[j]
+            for j in range(4 * u):
+                dz[j] = 0
+            continue
         for j in range(u):
             i = z[j]
             f = z[u + j]
@@ -139,3 +160,11 @@ def lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_c
             dz[2 * u + j] = cj * i * (one - cc * cc)
             dz[3 * u + j] = h[j] * tc[j] * ((one - o) * o)
             c[j] = cj * f
+
+
+@_compile
+def lstm_restore(dh, skip, keep, s, r0, r1):
+    """After the product: rows masked at step ``s`` take back the ``dh`` they carried through it."""
+    for r in range(r0, r1):
+        if keep[s, r] == 0:
+            dh[r] = skip[r]

@@ -1,4 +1,4 @@
-"""The LSTM recurrence with Keras's default activations (tanh, sigmoid) and no masks: forward and BPTT.
+"""The LSTM recurrence with Keras's default activations (tanh, sigmoid) and no dropout: forward and BPTT.
 
 The same math as the general loop of ``kgraph.ops.recurrent.lstm`` (gate order
 i, f, c, o; the sigmoid as ``0.5 * tanh(x / 2) + 0.5``), arranged so that each
@@ -13,6 +13,9 @@ step runs few, contiguous NumPy calls into buffers allocated once per call:
 - the projection's cotangent is written batch-major in input order, the layout
   of the projection itself, so the input projection's VJP takes it without a
   copy, and the recurrent kernel's gradient is one product over all steps;
+- a step mask (Keras's masked timesteps, from ``Masking`` or ``mask_zero``)
+  carries a masked row's states over its step, with the general loop's
+  operations in the general loop's order;
 - the rows of the batch recur independently: a large batch may run as two
   halves in two threads, with BLAS on one thread each (``kernels.threads``);
   whether that beats one thread driving BLAS's own threads depends on the
@@ -34,10 +37,10 @@ MIN_WORK = 1 << 16
 _TIMINGS = {}
 
 
-def applies(activation, recurrent_activation, recurrent_masks, step_mask):
-    """Whether ``run`` computes this call (Keras's default activations, no dropout or step masks)."""
-    return activation == "tanh" and recurrent_activation == "sigmoid" and recurrent_masks is None \
-        and step_mask is None
+def applies(activation, recurrent_activation, recurrent_masks, step_mask=None):
+    """Whether ``run`` computes this call (Keras's default activations, no recurrent dropout)."""
+    del step_mask  # masked steps are computed here too
+    return activation == "tanh" and recurrent_activation == "sigmoid" and recurrent_masks is None
 
 
 def _gate_constants(units, dtype):
@@ -57,8 +60,9 @@ def _initial(buffer, value, argument):
     buffer[...] = value
 
 
-def _forward(projection, kernel, hidden, cells, gates, act_cells, times):
-    """Run the steps; ``hidden[s + 1]`` and ``cells[s + 1]`` receive the states after step ``s``."""
+def _forward(projection, kernel, hidden, cells, gates, act_cells, times, keep):
+    """Run the steps; ``hidden[s + 1]`` and ``cells[s + 1]`` receive the states after step ``s``; ``keep`` as in
+    ``_backward``."""
     u = kernel.shape[0]
     scale, offset, _, _ = _gate_constants(u, projection.dtype)
     product = np.empty((projection.shape[0], u), dtype=projection.dtype)
@@ -76,11 +80,15 @@ def _forward(projection, kernel, hidden, cells, gates, act_cells, times):
         c += product
         np.tanh(c, out=act_cells[s])
         np.multiply(z[:, 3 * u:], act_cells[s], out=hidden[s + 1])
+        if keep is not None:  # masked rows keep their states (as the general loop's _carry)
+            np.copyto(c, cells[s], where=keep[s] == 0)
+            np.copyto(hidden[s + 1], hidden[s], where=keep[s] == 0)
 
 
-def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection, times):
+def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection, times, keep, zero_output):
     """BPTT from the last step: fills ``d_projection`` (input order); ``dh``, ``dc`` end as the initial
-    states' cotangents; ``g_sequence`` is None where the sequence's cotangent is zero."""
+    states' cotangents; ``g_sequence`` is None where the sequence's cotangent is zero; ``keep`` (processing
+    order, ``(T, rows, 1)``, 0 at masked steps) or None."""
     u = kernel.shape[0]
     _, _, a, b = _gate_constants(u, gates.dtype)
     to_c = np.empty_like(dh)
@@ -90,7 +98,11 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
         z, tc = gates[s], act_cells[s]
         dz = d_projection[:, times[s]]
         if g_sequence is not None:
-            dh += g_sequence[:, s]
+            dh += g_sequence[:, s] * keep[s] if keep is not None and zero_output else g_sequence[:, s]
+        if keep is not None:  # a masked step passes the cotangents through (as the general loop)
+            skip_h, skip_c = dh * (1 - keep[s]), dc * (1 - keep[s])
+            dh *= keep[s]
+            dc *= keep[s]
         # dc += dh * o * (1 - tanh(c)^2)
         np.multiply(tc, tc, out=to_c)
         np.subtract(1, to_c, out=to_c)
@@ -107,10 +119,14 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
         dz *= slope
         dc *= z[:, u:2 * u]
         np.matmul(dz, kernel_t, out=dh)
+        if keep is not None:
+            dh += skip_h
+            dc += skip_c
 
 
-def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_cells, times, rows):
-    """``_forward`` for rows ``rows`` of the whole arrays, the elementwise runs fused by ``kernels.fused``."""
+def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows):
+    """``_forward`` for rows ``rows`` of the whole arrays, the elementwise runs fused by ``kernels.fused``;
+    ``keep`` as ``_backward``'s without its last axis, or None."""
     u = kernel.shape[0]
     scale, offset, _, _ = _gate_constants(u, gates.dtype)
     r0, r1 = rows.start, rows.stop
@@ -122,19 +138,28 @@ def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_ce
         fused.lstm_cells(gates, s, cells, scale, offset, r0, r1)
         np.tanh(cells[s + 1, rows], out=act_cells[s, rows])
         np.multiply(z[:, 3 * u:], act_cells[s, rows], out=hidden[s + 1, rows])
+        if keep is not None:
+            fused.lstm_carry(cells, hidden, s, keep, r0, r1)
 
 
-def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, d_base, time_major, times, rows):
+def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, d_base, time_major, times, keep,
+                    zero_output, rows):
     """``_backward`` for rows ``rows`` of the whole arrays (``g_sequence`` C-contiguous, of no steps where
-    ``_backward`` has None); ``d_base`` is ``d_projection``'s C-contiguous form, as ``base`` in the forward."""
+    ``_backward`` has None); ``d_base`` is ``d_projection``'s C-contiguous form, as ``base`` in the forward;
+    ``keep`` as in ``_forward_fused``."""
     one = gates.dtype.type(1)
     kernel_t = kernel.T
     r0, r1 = rows.start, rows.stop
+    masks = np.empty((0, 0), dtype=gates.dtype) if keep is None else keep
+    skip = np.empty(dh.shape if keep is not None else (0, 0), dtype=dh.dtype)
     for s in range(len(times) - 1, -1, -1):
         t = times[s]
-        fused.lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_base, one, r0, r1)
+        fused.lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_base, one, r0, r1,
+                                 masks, zero_output, skip)
         dz = d_base[t, rows] if time_major else d_base[rows, t]
         np.matmul(dz, kernel_t, out=dh[rows])
+        if keep is not None:
+            fused.lstm_restore(dh, skip, masks, s, r0, r1)
 
 
 def _contiguous_base(projection):
@@ -169,7 +194,8 @@ def _run(job, halves):
         threads.in_halves(job, *halves)
 
 
-def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwards=False):
+def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwards=False, step_mask=None,
+        zero_output_for_mask=False):
     """``((sequence, last_h, last_c), vjp)`` as ``kgraph.ops.recurrent.lstm`` returns them (see ``applies``)."""
     batch, timesteps, width = projection.shape
     u = width // 4
@@ -183,6 +209,8 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     _initial(cells[0], initial_c, "initial_c")
     gates = np.empty((timesteps, batch, width), dtype=dtype)
     act_cells = np.empty((timesteps, batch, u), dtype=dtype)
+    # (T, batch): 1 where a processing step is unmasked, 0 where masked; None without a mask.
+    keep = None if step_mask is None else np.ascontiguousarray(np.asarray(step_mask)[:, times].T.astype(dtype))
     split = _halves(batch, width * timesteps)
     timings = None if split is None else _timings((batch, timesteps, width))
     halves = split if timings is not None and timings[0].choose() else None
@@ -192,53 +220,73 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
 
     def forward(rows):
         if base is not None:
-            _forward_fused(fused, base, time_major, recurrent_kernel, hidden, cells, gates, act_cells, times,
+            _forward_fused(fused, base, time_major, recurrent_kernel, hidden, cells, gates, act_cells, times, keep,
                            slice(*rows.indices(batch)[:2]))
         else:
             _forward(projection[rows], recurrent_kernel, hidden[:, rows], cells[:, rows], gates[:, rows],
-                     act_cells[:, rows], times)
+                     act_cells[:, rows], times, None if keep is None else keep[:, rows, None])
     _run(forward, halves)
     if timings is not None:
         timings[0].record(halves is not None, time.perf_counter() - start)
+    state = {"projection": projection, "kernel": recurrent_kernel, "hidden": hidden, "cells": cells, "gates": gates,
+             "act_cells": act_cells, "times": times, "keep": keep, "zero_output": bool(zero_output_for_mask),
+             "fused": fused if base is not None else None, "time_major": time_major, "split": split,
+             "timings": timings, "go_backwards": go_backwards, "initial": (initial_h, initial_c)}
+    sequence = hidden[1:] * keep[..., None] if keep is not None and zero_output_for_mask else hidden[1:]
+    return (sequence.transpose(1, 0, 2), hidden[-1].copy(), cells[-1].copy()), lambda g: _vjp(state, g)
 
-    def vjp(cotangents):
-        g_sequence, g_h, g_c = cotangents
-        if not g_sequence.any():  # only the last states are read: no zeros to add at every step
-            g_sequence = None
-        dh = np.array(g_h, dtype=dtype)
-        dc = np.array(g_c, dtype=dtype)
-        # In the projection's own memory order, so that its producer's VJP reads it as it wrote it.
-        d_projection = np.empty_like(projection)
-        d_base = None if base is None else _contiguous_base(d_projection)
-        if d_base is not None and d_base[1] == time_major and d_base[0] is not None:
-            steps = g_sequence.shape[1] if g_sequence is not None else 0
-            sequence = np.ascontiguousarray(g_sequence if steps else np.empty((batch, 0, u)), dtype=dtype)
 
-            def backward(rows):
-                _backward_fused(fused, sequence, dh, dc, recurrent_kernel, cells, gates, act_cells, d_base[0],
-                                time_major, times, slice(*rows.indices(batch)[:2]))
-        else:
-            def backward(rows):
-                sequence_rows = None if g_sequence is None else g_sequence[rows]
-                _backward(sequence_rows, dh[rows], dc[rows], recurrent_kernel, cells[:, rows], gates[:, rows],
-                          act_cells[:, rows], d_projection[rows], times)
-        back = split if timings is not None and timings[1].choose() else None
-        start = time.perf_counter()
-        _run(backward, back)
-        if timings is not None:
-            timings[1].record(back is not None, time.perf_counter() - start)
-        # Each step's incoming h beside its gate cotangents, rows in d_projection's memory order (time-major
-        # when the projection is, as the recurrent layers make it).
-        previous = hidden[-2::-1] if go_backwards else hidden[:-1]
-        if _time_major(projection):
-            rows = d_projection.transpose(1, 0, 2)
-        else:
-            previous, rows = previous.transpose(1, 0, 2), d_projection
-        previous = np.ascontiguousarray(previous).reshape(-1, u)
-        d_kernel = previous.T @ np.ascontiguousarray(rows).reshape(-1, width)
-        return (d_projection, d_kernel, None if initial_h is None else dh, None if initial_c is None else dc)
+def _backward_job(st, g_sequence, dh, dc, d_projection):
+    """The BPTT job over rows (``_run`` calls it with the whole batch or one half)."""
+    batch, u = dh.shape
+    keep, fused = st["keep"], st["fused"]
+    d_base = None if fused is None else _contiguous_base(d_projection)
+    if d_base is not None and d_base[0] is not None and d_base[1] == st["time_major"]:
+        steps = g_sequence.shape[1] if g_sequence is not None else 0
+        sequence = np.ascontiguousarray(g_sequence if steps else np.empty((batch, 0, u)), dtype=dh.dtype)
 
-    return (hidden[1:].transpose(1, 0, 2), hidden[-1].copy(), cells[-1].copy()), vjp
+        def backward(rows):
+            _backward_fused(fused, sequence, dh, dc, st["kernel"], st["cells"], st["gates"], st["act_cells"],
+                            d_base[0], st["time_major"], st["times"], keep, st["zero_output"],
+                            slice(*rows.indices(batch)[:2]))
+        return backward
+
+    def backward(rows):
+        sequence_rows = None if g_sequence is None else g_sequence[rows]
+        _backward(sequence_rows, dh[rows], dc[rows], st["kernel"], st["cells"][:, rows], st["gates"][:, rows],
+                  st["act_cells"][:, rows], d_projection[rows], st["times"],
+                  None if keep is None else keep[:, rows, None], st["zero_output"])
+    return backward
+
+
+def _vjp(st, cotangents):
+    g_sequence, g_h, g_c = cotangents
+    projection, hidden = st["projection"], st["hidden"]
+    dtype, width = projection.dtype, projection.shape[2]
+    u = width // 4
+    if not g_sequence.any():  # only the last states are read: no zeros to add at every step
+        g_sequence = None
+    dh = np.array(g_h, dtype=dtype)
+    dc = np.array(g_c, dtype=dtype)
+    # In the projection's own memory order, so that its producer's VJP reads it as it wrote it.
+    d_projection = np.empty_like(projection)
+    timings = st["timings"]
+    back = st["split"] if timings is not None and timings[1].choose() else None
+    start = time.perf_counter()
+    _run(_backward_job(st, g_sequence, dh, dc, d_projection), back)
+    if timings is not None:
+        timings[1].record(back is not None, time.perf_counter() - start)
+    # Each step's incoming h beside its gate cotangents, rows in d_projection's memory order (time-major
+    # when the projection is, as the recurrent layers make it).
+    previous = hidden[-2::-1] if st["go_backwards"] else hidden[:-1]
+    if _time_major(projection):
+        rows = d_projection.transpose(1, 0, 2)
+    else:
+        previous, rows = previous.transpose(1, 0, 2), d_projection
+    previous = np.ascontiguousarray(previous).reshape(-1, u)
+    d_kernel = previous.T @ np.ascontiguousarray(rows).reshape(-1, width)
+    initial_h, initial_c = st["initial"]
+    return (d_projection, d_kernel, None if initial_h is None else dh, None if initial_c is None else dc)
 
 
 def _time_major(projection):

@@ -143,7 +143,7 @@ def test_adam_fused_kernel_splits_in_two_threads_above_its_threshold(switch, mon
         np.testing.assert_allclose(np.asarray(big.value), 1 - 4 * 0.1, rtol=1e-5)
 
 
-def _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, batch=24, timesteps=7, units=8, split=False):
+def _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, batch=24, timesteps=7, units=8, masked=None):
     rng = np.random.default_rng(3)
     if time_major:
         projection = rng.standard_normal((timesteps, batch, 4 * units)).astype(dtype).transpose(1, 0, 2)
@@ -154,22 +154,26 @@ def _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, batch=24, ti
     g_sequence = rng.standard_normal((batch, timesteps, units)).astype(dtype) if sequence_cotangent else \
         np.zeros((batch, timesteps, units), dtype)
     g_h, g_c = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
-    (sequence, h, c), vjp = lstm.run(projection, kernel, h0, c0, go_backwards)
+    mask = None if masked is None else rng.random((batch, timesteps)) > 0.3
+    (sequence, h, c), vjp = lstm.run(projection, kernel, h0, c0, go_backwards, mask, masked == "zero outputs")
     return [np.array(sequence), h, c, *vjp((g_sequence, g_h, g_c))]
 
 
 @pytest.mark.parametrize("time_major", [True, False])
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("sequence_cotangent", [True, False])
-def test_lstm_fused_equals_numpy(switch, time_major, go_backwards, sequence_cotangent):
+@pytest.mark.parametrize("masked", [None, "carry", "zero outputs"])
+def test_lstm_fused_equals_numpy(switch, time_major, go_backwards, sequence_cotangent, masked):
     for dtype in (np.float32, np.float64):
         switch(False)
-        expected = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype)
+        expected = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, masked=masked)
         switch(True)
-        got = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype)
+        got = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, masked=masked)
         for name, a, b in zip(["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"], expected, got):
             np.testing.assert_array_equal(a, b, err_msg=name)
     assert switch.calls["lstm_gates"] == switch.calls["lstm_cells"] == switch.calls["lstm_backward_step"] == 2 * 7
+    if masked:
+        assert switch.calls["lstm_carry"] == switch.calls["lstm_restore"] == 2 * 7
 
 
 def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
@@ -182,7 +186,7 @@ def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
         switch(on)
         lstm._TIMINGS.clear()
         # The first two calls of a shape time the split and the whole way: every run below covers both.
-        outs[on] = [_lstm_case(True, False, True, np.float32, batch=40) for _ in range(3)]
+        outs[on] = [_lstm_case(True, False, True, np.float32, batch=40, masked="carry") for _ in range(3)]
     for expected, got in zip(outs[False], outs[True]):
         for a, b in zip(expected, got):
             np.testing.assert_array_equal(a, b)
@@ -192,12 +196,13 @@ def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
 def test_training_trajectory_is_the_same_with_and_without_compiled_kernels(switch):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 6, 5)).astype(np.float32)
+    x[::3, 4:] = 0  # padded tails: masked steps
     y = rng.integers(0, 3, 64)
     weights = {}
     for on in (False, True):
         switch(on)
         kgraph.utils.set_random_seed(1)
-        model = kgraph.Sequential([kgraph.Input((6, 5)), kgraph.layers.LSTM(16),
+        model = kgraph.Sequential([kgraph.Input((6, 5)), kgraph.layers.Masking(0.0), kgraph.layers.LSTM(16),
                                    kgraph.layers.Dense(3, activation="softmax")])
         model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
         history = model.fit(x, y, epochs=3, batch_size=16, verbose=0, shuffle=False)

@@ -1,4 +1,7 @@
-"""The LSTM kernel (Keras's default activations, no masks) against finite differences and the general loop."""
+"""The LSTM kernel (Keras's default activations, no recurrent dropout; step masks included) against finite
+differences and the general loop."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -26,29 +29,48 @@ def _all_outputs(go_backwards, **options):
     return fn
 
 
+# A step mask with a masked step in every row, a fully masked row and an unmasked one (BATCH x TIMESTEPS).
+MASK = np.array([[True, False, True], [False, False, False]])
+
+
 @pytest.mark.parametrize("go_backwards", [False, True])
-def test_kernel_gradients_match_finite_differences(go_backwards):
+@pytest.mark.parametrize("options", [{}, {"step_mask": MASK}, {"step_mask": MASK, "zero_output_for_mask": True}])
+def test_kernel_gradients_match_finite_differences(go_backwards, options):
     # float64 central differences with eps 1e-6 are good to about 1e-8; 1e-5 relative leaves room.
-    assert lstm_kernel.applies("tanh", "sigmoid", None, None)
-    check_gradients(_all_outputs(go_backwards), _inputs(0))
+    assert lstm_kernel.applies("tanh", "sigmoid", None, options.get("step_mask"))
+    check_gradients(_all_outputs(go_backwards, **options), _inputs(0))
 
 
-def _run(xs, go_backwards, step_mask=None):
+@contextlib.contextmanager
+def _general_loop():
+    """Calls of ops.lstm inside take the general loop (the reference the kernel is compared with)."""
+    applies = lstm_kernel.applies
+    lstm_kernel.applies = lambda *args, **kwargs: False
+    try:
+        yield
+    finally:
+        lstm_kernel.applies = applies
+
+
+def _run(xs, go_backwards, general=False, **options):
     sequence_weights = np.random.default_rng(5).standard_normal((xs[0].shape[0], xs[0].shape[1], xs[1].shape[0]))
-    with GradientTape() as tape:
+    with GradientTape() as tape, (_general_loop() if general else contextlib.nullcontext()):
         tape.watch(xs)
-        sequence, h, c = ops.lstm(*xs, go_backwards=go_backwards, step_mask=step_mask)
+        sequence, h, c = ops.lstm(*xs, go_backwards=go_backwards, **options)
         loss = ops.sum(sequence * sequence_weights) + ops.sum(h * 0.5) + ops.sum(c * c)
     return [np.asarray(sequence), np.asarray(h), np.asarray(c)] + tape.gradient(loss, xs)
 
 
 @pytest.mark.parametrize("go_backwards", [False, True])
-def test_kernel_matches_the_general_loop(go_backwards):
-    # An all-true step mask sends the same call through the general loop; the kernel computes the same
-    # float32 operations, so the two agree to float32 rounding (1e-5 of values of order 1 to 10).
+@pytest.mark.parametrize("masked", [None, "carry", "zero outputs"])
+def test_kernel_matches_the_general_loop(go_backwards, masked):
+    # The kernel computes the general loop's float32 operations (its sigmoid through tanh), so the two agree
+    # to float32 rounding (1e-5 of values of order 1 to 10), masked steps included.
     xs = _inputs(1, np.float32, batch=5, timesteps=7, units=6)
-    fast = _run(xs, go_backwards)
-    general = _run(xs, go_backwards, step_mask=np.ones(xs[0].shape[:2], bool))
+    options = {} if masked is None else {"step_mask": np.random.default_rng(2).random((5, 7)) > 0.4,
+                                          "zero_output_for_mask": masked == "zero outputs"}
+    fast = _run(xs, go_backwards, **options)
+    general = _run(xs, go_backwards, general=True, **options)
     for name, a, b in zip(["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"], fast, general):
         assert a.dtype == np.float32, name
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=name)
@@ -62,16 +84,17 @@ def test_kernel_needs_no_initial_states():
         loss = ops.sum(h) + ops.sum(c)
     d_projection, d_kernel = tape.gradient(loss, xs)
     assert sequence.shape == (BATCH, TIMESTEPS, UNITS) and d_projection.shape == xs[0].shape
-    general = ops.lstm(*xs, step_mask=np.ones((BATCH, TIMESTEPS), bool))
+    with _general_loop():
+        general = ops.lstm(*xs)
     np.testing.assert_allclose(h, general[1], rtol=1e-6, atol=1e-6)
     assert np.all(np.isfinite(d_kernel)) and np.any(d_kernel != 0)
 
 
-def test_other_activations_and_masks_take_the_general_loop():
+def test_other_activations_and_recurrent_dropout_take_the_general_loop():
     assert not lstm_kernel.applies("relu", "sigmoid", None, None)
     assert not lstm_kernel.applies("tanh", "hard_sigmoid", None, None)
     assert not lstm_kernel.applies("tanh", "sigmoid", np.ones((4, 1, 1)), None)
-    assert not lstm_kernel.applies("tanh", "sigmoid", None, np.ones((1, 1), bool))
+    assert lstm_kernel.applies("tanh", "sigmoid", None, np.ones((1, 1), bool))  # step masks: the kernel
 
 
 def test_wrong_initial_state_shape_is_named():
@@ -89,8 +112,9 @@ def test_batch_halves_in_two_threads_match_the_general_loop(go_backwards):
     assert xs[0].shape[0] * xs[0].shape[1] * xs[0].shape[2] >= lstm_kernel.MIN_WORK
     assert (lstm_kernel._halves(xs[0].shape[0], xs[0].shape[1] * xs[0].shape[2]) is not None) == \
         threads.can_split()
-    fast = _run(xs, go_backwards)
-    general = _run(xs, go_backwards, step_mask=np.ones(xs[0].shape[:2], bool))
+    mask = np.random.default_rng(3).random(xs[0].shape[:2]) > 0.2
+    fast = _run(xs, go_backwards, step_mask=mask)
+    general = _run(xs, go_backwards, general=True, step_mask=mask)
     for name, a, b in zip(["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"], fast, general):
         # float32 over 16 steps, with products summed in other orders (BLAS on one thread in each half, the
         # kernel gradient over the rows in another order): within 1e-4 relative or 1e-5 of the array's scale
