@@ -1,5 +1,6 @@
 """The LSTM model of the training benchmark (32 timesteps x 64 features, LSTM(128), Dense(10) softmax) in
-kgraph, Keras 3 and PyTorch, with its bare-matmul floor."""
+kgraph, Keras 3 and PyTorch, with its bare-matmul floor; and the same behind ``Masking`` (sequences of 16 to 32
+steps, zero-padded at the end), in kgraph and Keras."""
 import time
 
 import numpy as np
@@ -19,6 +20,28 @@ def lstm_data(n):
 def lstm_kgraph():
     inputs = kgraph.Input(shape=(TIMESTEPS, FEATURES))
     return kgraph.Model(inputs, layers.Dense(CLASSES, activation="softmax")(layers.LSTM(UNITS)(inputs)))
+
+
+def lstm_masked_data(n):
+    """``lstm_data`` with each sequence cut to 16..32 steps and zero-padded (what ``Masking(0.0)`` masks)."""
+    x, y = lstm_data(n)
+    lengths = np.random.default_rng(1).integers(TIMESTEPS // 2, TIMESTEPS + 1, size=n)
+    x[np.arange(TIMESTEPS)[None, :] >= lengths[:, None]] = 0
+    return x, y
+
+
+def lstm_masked_kgraph():
+    inputs = kgraph.Input(shape=(TIMESTEPS, FEATURES))
+    h = layers.LSTM(UNITS)(layers.Masking(0.0)(inputs))
+    return kgraph.Model(inputs, layers.Dense(CLASSES, activation="softmax")(h))
+
+
+LSTM_MASKED_KERAS = f"""
+def build():
+    inputs = keras.Input(shape=({TIMESTEPS}, {FEATURES}))
+    h = keras.layers.LSTM({UNITS})(keras.layers.Masking(0.0)(inputs))
+    return keras.Model(inputs, keras.layers.Dense({CLASSES}, activation="softmax")(h))
+"""
 
 
 LSTM_KERAS = f"""
