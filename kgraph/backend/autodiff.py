@@ -21,6 +21,7 @@ import threading
 
 import numpy as np
 
+from kgraph import tree
 from kgraph.backend.autocast import _autocast, autocast  # noqa: F401 (autocast: part of this module's API)
 from kgraph.backend.cotangents import seed_cotangents, unbroadcast
 from kgraph.backend.tape_array import TapeArray
@@ -446,9 +447,11 @@ class GradientTape:
                 "A non-persistent GradientTape can only compute gradients once. "
                 "Use GradientTape(persistent=True) to call gradient() several times."
             )
-        from kgraph import tree
-        # Any nesting of lists, tuples and dicts, as tf.GradientTape takes (a list of each model's variables).
-        flat_sources = tree.flatten(sources) if isinstance(sources, (list, tuple, dict)) else [sources]
+        # Any nesting of lists, tuples and dicts, as tf.GradientTape takes (a list of each model's variables);
+        # a flat list (a train step's variables) is its own flattening.
+        flat = type(sources) is list and not any(isinstance(s, (list, tuple, dict)) for s in sources)
+        flat_sources = sources if flat else tree.flatten(sources) if isinstance(sources, (list, tuple, dict)) \
+            else [sources]
         source_arrays = [self._source_array(s) for s in flat_sources]
 
         several = isinstance(target, (list, tuple))
@@ -496,6 +499,8 @@ class GradientTape:
             if g is None and mode == "zero":
                 g = np.zeros_like(s)
             grads.append(g)
+        if flat:
+            return grads
         if isinstance(sources, (list, tuple, dict)):
             return tree.pack_sequence_as(sources, grads)
         return grads[0]

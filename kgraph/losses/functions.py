@@ -158,7 +158,11 @@ def _picked_crossentropy(y_pred, labels, axis, eps):
     """
     total = np.sum(y_pred, axis=axis, keepdims=True)
     index = np.expand_dims(labels, axis)
-    ratio = np.take_along_axis(y_pred, index, axis) / total
+    # (batch, classes) with the classes last, the common case: plain indexing in place of NumPy's *_along_axis,
+    # which build index arrays in Python (the same entries either way).
+    rows = np.arange(y_pred.shape[0]) if y_pred.ndim == 2 and axis in (-1, 1) else None
+    picked = y_pred[rows, labels][:, None] if rows is not None else np.take_along_axis(y_pred, index, axis)
+    ratio = picked / total
     clipped = np.clip(ratio, eps, 1.0 - eps)
     loss = np.negative(np.log(clipped))
 
@@ -168,7 +172,10 @@ def _picked_crossentropy(y_pred, labels, axis, eps):
         d_ratio[(ratio < eps) | (np.maximum(ratio, eps) > 1.0 - eps)] = 0
         # ratio = y_pred / total: d y_pred = d_ratio / total at the label, d total = -d_ratio * ratio / total.
         d_pred = np.broadcast_to(-d_ratio * ratio / total, y_pred.shape).copy()
-        np.put_along_axis(d_pred, index, np.take_along_axis(d_pred, index, axis) + d_ratio / total, axis)
+        if rows is not None:
+            d_pred[rows, labels] = d_pred[rows, labels] + (d_ratio / total)[:, 0]
+        else:
+            np.put_along_axis(d_pred, index, np.take_along_axis(d_pred, index, axis) + d_ratio / total, axis)
         return d_pred
 
     return np.squeeze(loss, axis), vjp
