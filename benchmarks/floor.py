@@ -105,7 +105,7 @@ def _products(model):
         weights = [((i, BATCH), (BATCH, o)) for i, o in zip(dims, dims[1:])]
         inputs = [((BATCH, o), (o, i)) for i, o in zip(dims[1:-1], dims[2:])]
         return forward + weights + inputs
-    if model == "lstm":
+    if model in ("lstm", "lstm_masked"):  # masked steps change no product
         t, f, u = 32, 64, 128
         return ([((t * BATCH, f), (f, 4 * u))] + [((BATCH, u), (u, 4 * u))] * t + [((BATCH, 4 * u), (4 * u, u))] * t
                 + [((u, t * BATCH), (t * BATCH, 4 * u)), ((f, t * BATCH), (t * BATCH, 4 * u)),
@@ -253,6 +253,11 @@ def main():
     parser.add_argument("--breakdown", action="store_true",
                         help="time the parts of one kgraph step of each model instead (in this process)")
     args = parser.parse_args()
+    sys.path.insert(0, HERE)
+    import train_throughput as tt
+    torchless = [m for m in args.models.split(",") if m in tt.MODELS and tt.MODELS[m].get("torch") is None]
+    if torchless and not args.no_torch and not (args.profile or args.breakdown):
+        parser.error(f"{', '.join(torchless)} has no PyTorch model (nn.LSTM has no step mask): pass --no-torch")
     if args.profile:
         profile(args.profile, args.steps)
         return
