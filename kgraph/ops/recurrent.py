@@ -13,6 +13,7 @@ import numpy as np
 
 from kgraph.backend.autodiff import primitive
 from kgraph.ops import gate_activations
+from kgraph.ops.kernels import gru as gru_kernel
 from kgraph.ops.kernels import lstm as lstm_kernel
 from kgraph.ops.operations import op
 
@@ -312,7 +313,11 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, re
     _start(hidden, initial_h, "gru", "initial_h")
     steps = _steps(timesteps, go_backwards)
     keep = _keep(step_mask, steps, dtype)
-    for s, t in steps:
+    fused = gru_kernel.applies(reset_after, recurrent_masks, activation, recurrent_activation, projection,
+                               recurrent_kernel, recurrent_bias)
+    if fused is not None:  # the same operations as the loop below, in compiled loops
+        gru_kernel.run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept, keep, steps)
+    for s, t in [] if fused is not None else steps:
         z = gates[s]
         h_prev = hidden[s]
         product.forward(h_prev, recurrent)
@@ -337,6 +342,10 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, re
             _carry(h, h_prev, keep[s])
 
     def vjp(cotangents):
+        if fused is not None:
+            d_pre, d_recurrent, dh = gru_kernel.vjp(fused, cotangents, recurrent_kernel, gates, kept, hidden, keep,
+                                                    steps, zero_output_for_mask)
+            return _gru_gradients(product, hidden, d_pre, d_recurrent, dh, recurrent_bias, initial_h, go_backwards)
         g_sequence, g_h = cotangents
         update, reset, candidate = gates[..., :u], gates[..., u:2 * u], gates[..., 2 * u:]
         to_update = (hidden[:-1] - candidate) * gate_act.derivative(update)
@@ -372,11 +381,19 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, re
                     d_kept *= h_mask
                 d_recurrent[s] = d[:, :2 * u]
                 dh = dh * update[s] + d_kept + product.backward(d_recurrent[s]) + skip
-        d_kernel = product.kernel_gradient(hidden[:-1], d_recurrent)
         if not reset_after:
+            d_kernel = product.kernel_gradient(hidden[:-1], d_recurrent)
             d_candidate = kept.reshape(-1, u).T @ d_pre[..., 2 * u:].reshape(-1, u)
             d_kernel = np.concatenate([d_kernel, d_candidate], axis=1)
-        d_bias = None if recurrent_bias is None else d_recurrent.sum(axis=(0, 1))
-        return _to_input_order(d_pre, go_backwards), d_kernel, d_bias, None if initial_h is None else dh
+            d_bias = None if recurrent_bias is None else d_recurrent.sum(axis=(0, 1))
+            return _to_input_order(d_pre, go_backwards), d_kernel, d_bias, None if initial_h is None else dh
+        return _gru_gradients(product, hidden, d_pre, d_recurrent, dh, recurrent_bias, initial_h, go_backwards)
 
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp
+
+
+def _gru_gradients(product, hidden, d_pre, d_recurrent, dh, recurrent_bias, initial_h, go_backwards):
+    """The ``reset_after`` GRU's VJP outputs from its per-step cotangents (processing order)."""
+    d_kernel = product.kernel_gradient(hidden[:-1], d_recurrent)
+    d_bias = None if recurrent_bias is None else d_recurrent.sum(axis=(0, 1))
+    return _to_input_order(d_pre, go_backwards), d_kernel, d_bias, None if initial_h is None else dh

@@ -2,7 +2,7 @@
 
 NumPy makes one pass over memory per operation, and each pass of a small
 array costs a call: Adam's update is 12 passes over every weight (SGD's with
-momentum 4, RMSprop's 7 to 11), one LSTM step's gates two dozen calls. With numba installed (the ``fast`` extra:
+momentum 4, RMSprop's 7 to 11), one LSTM or GRU step's gates a dozen or two calls. With numba installed (the ``fast`` extra:
 ``pip install "kgraph-engine[fast]"``) such sequences run as one loop each
 (``kgraph.ops.kernels.fused``), in the same operations and order as the NumPy
 code beside them, so values are the same element for element; without numba

@@ -238,3 +238,54 @@ print("numba" in sys.modules, compiled.loaded() is not None)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "True", "True", "True"]
+
+
+def _gru_case(time_major, go_backwards, masked, bias, initial, dtype, batch=24, timesteps=7, units=8):
+    from kgraph import ops
+    from kgraph.backend.autodiff import GradientTape
+    rng = np.random.default_rng(4)
+    if time_major:
+        projection = rng.standard_normal((timesteps, batch, 3 * units)).astype(dtype).transpose(1, 0, 2)
+    else:
+        projection = rng.standard_normal((batch, timesteps, 3 * units)).astype(dtype)
+    xs = [projection, (rng.standard_normal((units, 3 * units)) * 0.3).astype(dtype),
+          (rng.standard_normal(3 * units) * 0.1).astype(dtype) if bias else None,
+          rng.standard_normal((batch, units)).astype(dtype) if initial else None]
+    mask = None if masked is None else rng.random((batch, timesteps)) > 0.3
+    weights = rng.standard_normal((batch, timesteps, units)).astype(dtype)
+    watched = [x for x in xs if x is not None]
+    with GradientTape() as tape:
+        tape.watch(watched)
+        sequence, h = ops.gru(*xs, go_backwards=go_backwards, step_mask=mask,
+                              zero_output_for_mask=masked == "zero outputs")
+        loss = ops.sum(sequence * weights) + ops.sum(h * h)
+    return [np.asarray(sequence), np.asarray(h)] + tape.gradient(loss, watched)
+
+
+@pytest.mark.parametrize("time_major", [True, False])
+@pytest.mark.parametrize("go_backwards", [False, True])
+@pytest.mark.parametrize("masked", [None, "carry", "zero outputs"])
+@pytest.mark.parametrize("bias, initial", [(True, True), (False, False)])
+def test_gru_fused_equals_numpy(switch, time_major, go_backwards, masked, bias, initial):
+    for dtype in (np.float32, np.float64):
+        switch(False)
+        expected = _gru_case(time_major, go_backwards, masked, bias, initial, dtype)
+        switch(True)
+        got = _gru_case(time_major, go_backwards, masked, bias, initial, dtype)
+        assert len(expected) == len(got)
+        for a, b in zip(expected, got):
+            assert a.dtype == b.dtype == dtype
+            np.testing.assert_array_equal(a, b)
+    assert switch.calls["gru_gates"] == switch.calls["gru_backward_step"] == 2 * 7
+
+
+def test_gru_without_reset_after_or_with_dropout_keeps_the_loop(switch):
+    from kgraph import ops
+    switch(True)
+    rng = np.random.default_rng(0)
+    projection = rng.standard_normal((4, 3, 6)).astype(np.float32)
+    kernel = rng.standard_normal((2, 6)).astype(np.float32)
+    ops.gru(projection, kernel, None, None, reset_after=False)
+    ops.gru(projection, kernel, None, None, recurrent_masks=np.ones((3, 4, 2), np.float32))
+    ops.gru(projection, kernel, None, None, recurrent_activation="hard_sigmoid")
+    assert "gru_gates" not in switch.calls
