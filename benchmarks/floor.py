@@ -1,7 +1,7 @@
 """Training step time over its matrix-product floor, and next to PyTorch eager, side by side in one run.
 
 For each model of ``train_throughput.py`` (MLP 784-512-512-10, the digits CNN,
-LSTM(128) on 32x64; batch 128, Adam) this starts one worker process per
+LSTM(128) on 32x64 by default; also GRU(128) and the masked LSTM; batch 128, Adam) this starts one worker process per
 contender: kgraph (this tree, with its compiled kernels where numba is installed;
 with ``--numpy-too`` also this tree with them off, and optionally a git revision
 with ``--baseline``), PyTorch eager, and the floor (the step's matrix products
@@ -105,10 +105,10 @@ def _products(model):
         weights = [((i, BATCH), (BATCH, o)) for i, o in zip(dims, dims[1:])]
         inputs = [((BATCH, o), (o, i)) for i, o in zip(dims[1:-1], dims[2:])]
         return forward + weights + inputs
-    if model in ("lstm", "lstm_masked"):  # masked steps change no product
-        t, f, u = 32, 64, 128
-        return ([((t * BATCH, f), (f, 4 * u))] + [((BATCH, u), (u, 4 * u))] * t + [((BATCH, 4 * u), (4 * u, u))] * t
-                + [((u, t * BATCH), (t * BATCH, 4 * u)), ((f, t * BATCH), (t * BATCH, 4 * u)),
+    if model in ("lstm", "lstm_masked", "gru"):  # masked steps change no product; the GRU has 3 gates
+        t, f, u, g = 32, 64, 128, 3 if model == "gru" else 4
+        return ([((t * BATCH, f), (f, g * u))] + [((BATCH, u), (u, g * u))] * t + [((BATCH, g * u), (g * u, u))] * t
+                + [((u, t * BATCH), (t * BATCH, g * u)), ((f, t * BATCH), (t * BATCH, g * u)),
                    ((BATCH, u), (u, 10)), ((u, BATCH), (BATCH, 10))])
     if model == "cnn":
         shapes = [(BATCH * 26 * 26, 9, 32), (BATCH * 11 * 11, 288, 64), (BATCH, 1600, 128), (BATCH, 128, 10)]

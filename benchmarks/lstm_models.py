@@ -1,6 +1,6 @@
 """The LSTM model of the training benchmark (32 timesteps x 64 features, LSTM(128), Dense(10) softmax) in
 kgraph, Keras 3 and PyTorch, with its bare-matmul floor; and the same behind ``Masking`` (sequences of 16 to 32
-steps, zero-padded at the end), in kgraph and Keras."""
+steps, zero-padded at the end), in kgraph and Keras; and GRU(128) on the same data, in all three."""
 import time
 
 import numpy as np
@@ -70,17 +70,17 @@ def lstm_torch():
     return LastStateLSTM()
 
 
-def lstm_floor(x):
+def lstm_floor(x, gates=4):
     """Samples/s if a step cost only its matmuls: the input projection, 32 recurrent products forward and
-    32 backward, and the two weight gradients."""
+    32 backward, and the two weight gradients (``gates`` 3: the GRU's)."""
     rng = np.random.default_rng(1)
     xb = x[:BATCH].reshape(-1, FEATURES)
-    kernel = rng.normal(size=(FEATURES, 4 * UNITS)).astype("float32")
-    recurrent = rng.normal(size=(UNITS, 4 * UNITS)).astype("float32")
+    kernel = rng.normal(size=(FEATURES, gates * UNITS)).astype("float32")
+    recurrent = rng.normal(size=(UNITS, gates * UNITS)).astype("float32")
     h = rng.normal(size=(BATCH, UNITS)).astype("float32")
-    dz = rng.normal(size=(BATCH, 4 * UNITS)).astype("float32")
+    dz = rng.normal(size=(BATCH, gates * UNITS)).astype("float32")
     hidden = rng.normal(size=(TIMESTEPS * BATCH, UNITS)).astype("float32")
-    d_all = rng.normal(size=(TIMESTEPS * BATCH, 4 * UNITS)).astype("float32")
+    d_all = rng.normal(size=(TIMESTEPS * BATCH, gates * UNITS)).astype("float32")
     steps = 10
     start = time.perf_counter()
     for _ in range(steps):
@@ -91,3 +91,38 @@ def lstm_floor(x):
         _ = hidden.T @ d_all
         _ = xb.T @ d_all
     return steps * BATCH / (time.perf_counter() - start)
+
+
+def gru_floor(x):
+    return lstm_floor(x, gates=3)
+
+
+def gru_kgraph():
+    inputs = kgraph.Input(shape=(TIMESTEPS, FEATURES))
+    return kgraph.Model(inputs, layers.Dense(CLASSES, activation="softmax")(layers.GRU(UNITS)(inputs)))
+
+
+GRU_KERAS = f"""
+def build():
+    inputs = keras.Input(shape=({TIMESTEPS}, {FEATURES}))
+    h = keras.layers.GRU({UNITS})(inputs)
+    return keras.Model(inputs, keras.layers.Dense({CLASSES}, activation="softmax")(h))
+"""
+
+
+def gru_torch():
+    import torch
+
+    class LastStateGRU(torch.nn.Module):
+        """nn.GRU (batch first; its gates are Keras's reset_after=True) whose last hidden state feeds a Linear."""
+
+        def __init__(self):
+            super().__init__()
+            self.gru = torch.nn.GRU(FEATURES, UNITS, batch_first=True)
+            self.head = torch.nn.Linear(UNITS, CLASSES)
+
+        def forward(self, x):
+            _, h = self.gru(x)
+            return self.head(h[-1])
+
+    return LastStateGRU()

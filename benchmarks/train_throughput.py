@@ -24,8 +24,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from cnn_models import CNN_KERAS, cnn_data, cnn_floor, cnn_kgraph, cnn_torch  # noqa: E402
 from lstm_models import (  # noqa: E402
+    GRU_KERAS,
     LSTM_KERAS,
     LSTM_MASKED_KERAS,
+    gru_floor,
+    gru_kgraph,
+    gru_torch,
     lstm_data,
     lstm_floor,
     lstm_kgraph,
@@ -100,6 +104,8 @@ MODELS = {
     # Masked steps (Masking(0.0) over zero-padded tails): nn.LSTM has no step mask, so no PyTorch entry.
     "lstm_masked": {"data": lstm_masked_data, "kgraph": lstm_masked_kgraph, "keras": LSTM_MASKED_KERAS,
                     "torch": None, "floor": lstm_floor, "loss": "sparse_categorical_crossentropy", "samples": 2048},
+    "gru": {"data": lstm_data, "kgraph": gru_kgraph, "keras": GRU_KERAS, "torch": gru_torch, "floor": gru_floor,
+            "loss": "sparse_categorical_crossentropy", "samples": 2048},
 }
 
 
