@@ -29,6 +29,8 @@ class InputSpec:
 
 
 def _shape_and_dtype(x):
+    if isinstance(x, np.ndarray):  # attributes, not np.shape: a taped array's np.shape would dispatch
+        return x.shape, x.dtype
     if isinstance(x, KerasTensor):
         return x.shape, x.dtype
     return tuple(np.shape(x)), getattr(np.asarray(x) if not hasattr(x, "dtype") else x, "dtype", None)
