@@ -58,8 +58,8 @@ class Adam(Optimizer):
         scratch *= alpha
         np.subtract(value, scratch, out=value)
 
-    def _fused_update(self):
-        return not self.amsgrad and compiled.loaded() is not None
+    def _fused_update(self, largest):
+        return not self.amsgrad and compiled.kernels(largest) is not None
 
     def _fused(self, gradient, value, m, v, alpha):
         """The update as one compiled loop (``kernels.compiled``), where available; False: not taken.

@@ -438,7 +438,8 @@ class Optimizer:
             jobs.append((gradient, value, [None if s[i] is None else s[i].value for s in slot_lists], scratch))
         self._prepare_step(learning_rate)
         if self._elementwise():
-            update_parallel.run(self.update_step, jobs, learning_rate, self._update_timing, self._fused_update())
+            update_parallel.run(self.update_step, jobs, learning_rate, self._update_timing,
+                                self._fused_update(max(job[1].size for job in jobs)))
         else:
             for gradient, value, slots, scratch in jobs:
                 self.update_step(gradient, value, slots, learning_rate, scratch)
@@ -512,8 +513,8 @@ class Optimizer:
         owner = next(c for c in type(self).__mro__ if "update_step" in c.__dict__)
         return owner.__dict__.get("_elementwise_update", False)
 
-    def _fused_update(self):
-        """Whether ``update_step`` runs as one compiled loop (``kernels.compiled``) in this configuration."""
+    def _fused_update(self, largest):
+        """Whether ``update_step`` runs compiled (``largest``, the step's largest variable, may load numba)."""
         return False
 
     def _filter_empty_gradients(self, grads, variables):

@@ -62,8 +62,8 @@ class RMSprop(Optimizer):
         else:
             np.subtract(value, scratch, out=value)
 
-    def _fused_update(self):
-        return compiled.loaded() is not None
+    def _fused_update(self, largest):
+        return compiled.kernels(largest) is not None
 
     def _fused(self, gradient, value, slots, learning_rate):
         """The update as one compiled loop (``kernels.compiled``), where available, with the same values."""

@@ -43,8 +43,8 @@ class SGD(Optimizer):
         else:
             np.add(value, m, out=value)
 
-    def _fused_update(self):
-        return compiled.loaded() is not None
+    def _fused_update(self, largest):
+        return compiled.kernels(largest) is not None
 
     def _fused(self, gradient, value, m, learning_rate):
         """The update as one compiled loop (``kernels.compiled``), where available, with the same values."""
