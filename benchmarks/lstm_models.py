@@ -52,22 +52,27 @@ def build():
 """
 
 
-def lstm_torch():
+def _last_state_torch(kind):
+    """``torch.nn.LSTM`` or ``GRU`` (batch first; the GRU's gates are Keras's reset_after=True) whose last hidden
+    state feeds a Linear layer (logits)."""
     import torch
 
-    class LastStateLSTM(torch.nn.Module):
-        """nn.LSTM (batch first) whose last hidden state feeds a Linear layer (logits)."""
-
+    class LastState(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.lstm = torch.nn.LSTM(FEATURES, UNITS, batch_first=True)
+            self.rnn = getattr(torch.nn, kind)(FEATURES, UNITS, batch_first=True)
             self.head = torch.nn.Linear(UNITS, CLASSES)
 
         def forward(self, x):
-            _, (h, _) = self.lstm(x)
+            _, state = self.rnn(x)
+            h = state[0] if kind == "LSTM" else state
             return self.head(h[-1])
 
-    return LastStateLSTM()
+    return LastState()
+
+
+def lstm_torch():
+    return _last_state_torch("LSTM")
 
 
 def lstm_floor(x, gates=4):
@@ -111,18 +116,4 @@ def build():
 
 
 def gru_torch():
-    import torch
-
-    class LastStateGRU(torch.nn.Module):
-        """nn.GRU (batch first; its gates are Keras's reset_after=True) whose last hidden state feeds a Linear."""
-
-        def __init__(self):
-            super().__init__()
-            self.gru = torch.nn.GRU(FEATURES, UNITS, batch_first=True)
-            self.head = torch.nn.Linear(UNITS, CLASSES)
-
-        def forward(self, x):
-            _, h = self.gru(x)
-            return self.head(h[-1])
-
-    return LastStateGRU()
+    return _last_state_torch("GRU")
