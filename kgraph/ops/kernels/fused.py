@@ -12,7 +12,8 @@ import numba
 import numpy as np
 
 __all__ = ["adam", "gru_backward_carry", "gru_backward_step", "gru_candidate", "gru_gates", "gru_hidden",
-           "lstm_backward_step", "lstm_carry", "lstm_cells", "lstm_gates", "lstm_restore", "rmsprop", "sgd"]
+           "lstm_backward_step", "lstm_carry", "lstm_cells", "lstm_gates", "lstm_restore", "relu", "relu_gradient",
+           "rmsprop", "sgd"]
 
 
 def _compile(function):
@@ -80,6 +81,22 @@ def rmsprop(value, gradient, velocity, average, velocity_momentum, rho, rate, ep
             value[i] = value[i] - mo
         else:
             value[i] = value[i] - step
+
+
+@_compile
+def relu(x, out, zero):
+    """``out = maximum(x, 0)`` on flat arrays, as NumPy's: a NaN stays itself, -0.0 gives 0.0."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = v if v > zero or v != v else zero
+
+
+@_compile
+def relu_gradient(g, x, out, zero, one):
+    """``out = g * (x > 0)`` on flat arrays, as NumPy's (the mask as 1.0 or 0.0: ``-g * 0`` is -0.0, ``inf * 0``
+    NaN)."""
+    for i in range(x.shape[0]):
+        out[i] = g[i] * (one if x[i] > zero else zero)
 
 
 @_compile

@@ -39,6 +39,8 @@ def switch(monkeypatch):
     def kernels(work=None):
         return counting if original(work) is not None else None
     monkeypatch.setattr(compiled, "kernels", kernels)
+    original_loaded = compiled.loaded
+    monkeypatch.setattr(compiled, "loaded", lambda: counting if original_loaded() is not None else None)
 
     def set_to(on):
         monkeypatch.setenv(compiled.VARIABLE, "1" if on else "0")
@@ -117,6 +119,45 @@ def test_other_optimizers_fused_equal_numpy(switch, kernel, make, dtype):
     assert switch.calls == {kernel: 12}
     for a, b in zip(expected, got):
         np.testing.assert_array_equal(a, b)
+
+
+def _relu_values_and_gradient(x, g):
+    x = kgraph.Variable(x)
+    with kgraph.GradientTape() as tape:
+        y = kgraph.ops.relu(x)
+        loss = kgraph.ops.sum(y * g)
+    return np.asarray(y), np.asarray(tape.gradient(loss, x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 40), (3, 7, 50), (1000,), (16, 8)])
+def test_relu_fused_equals_numpy_special_values_included(switch, dtype, shape):
+    rng = np.random.default_rng(0)
+    special = np.array([-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45, -2.5, 3.0])
+    x = rng.standard_normal(shape)
+    g = rng.standard_normal(shape)
+    x.reshape(-1)[:10], g.reshape(-1)[:10] = special, special[::-1]
+    x, g = x.astype(dtype), g.astype(dtype)
+    with np.errstate(invalid="ignore"):  # NumPy's inf * 0
+        switch(False)
+        expected = _relu_values_and_gradient(x, g)
+        switch(True)
+        got = _relu_values_and_gradient(x, g)
+    compiled_path = x.size >= 1024  # below it NumPy's call costs less (the same values either way)
+    assert switch.calls.get("relu", 0) == switch.calls.get("relu_gradient", 0) == int(compiled_path)
+    for a, b in zip(expected, got):  # bit for bit: NaN payloads, -0.0 from -g * 0
+        assert a.dtype == b.dtype == dtype
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_relu_fused_skips_what_it_cannot_take(switch):
+    x = np.random.default_rng(1).standard_normal((80, 60)).astype(np.float32)
+    switch(True)
+    strided = kgraph.ops.relu(x[:, ::2].T)
+    ints = kgraph.ops.relu(np.arange(-2000, 2000))
+    assert "relu" not in switch.calls
+    np.testing.assert_array_equal(strided, np.maximum(x[:, ::2].T, 0))
+    np.testing.assert_array_equal(ints, np.maximum(np.arange(-2000, 2000), 0))
 
 
 def test_adam_fused_kernel_splits_in_two_threads_above_its_threshold(switch, monkeypatch):
