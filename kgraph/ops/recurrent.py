@@ -28,6 +28,7 @@ class _RecurrentProduct:
         self.masks = masks
         self.units = kernel.shape[0]
         self.gates = kernel.shape[1] // self.units
+        self.kernel_t = None
         if masks is not None:
             self.blocks = kernel.reshape(self.units, self.gates, self.units).transpose(1, 0, 2)
 
@@ -42,7 +43,9 @@ class _RecurrentProduct:
     def backward(self, d_out):
         """The cotangent of one step's ``h`` given that of the product."""
         if self.masks is None:
-            return d_out @ self.kernel.T
+            if self.kernel_t is None:  # once per call: each step's product with a transposed view runs slower
+                self.kernel_t = np.ascontiguousarray(self.kernel.T)
+            return d_out @ self.kernel_t
         batch = d_out.shape[0]
         per_gate = d_out.reshape(batch, self.gates, self.units).transpose(1, 0, 2)
         d_masked = np.matmul(per_gate, self.blocks.transpose(0, 2, 1))

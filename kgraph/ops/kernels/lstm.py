@@ -93,7 +93,7 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
     _, _, a, b = _gate_constants(u, gates.dtype)
     to_c = np.empty_like(dh)
     slope = np.empty(gates.shape[1:], dtype=gates.dtype)
-    kernel_t = kernel.T
+    kernel_t = np.ascontiguousarray(kernel.T)  # a transposed view's products ran 1.6x slower each step
     for s in range(len(times) - 1, -1, -1):
         z, tc = gates[s], act_cells[s]
         dz = d_projection[:, times[s]]
@@ -148,7 +148,7 @@ def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, 
     ``_backward`` has None); ``d_base`` is ``d_projection``'s C-contiguous form, as ``base`` in the forward;
     ``keep`` as in ``_forward_fused``."""
     one = gates.dtype.type(1)
-    kernel_t = kernel.T
+    kernel_t = np.ascontiguousarray(kernel.T)  # a transposed view's products ran 1.6x slower each step
     r0, r1 = rows.start, rows.stop
     masks = np.empty((0, 0), dtype=gates.dtype) if keep is None else keep
     skip = np.empty(dh.shape if keep is not None else (0, 0), dtype=dh.dtype)
