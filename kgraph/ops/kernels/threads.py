@@ -147,35 +147,43 @@ class Timing:
     Two threads pay on two free cores and lose where the cores are busy with other work, and BLAS's own
     threads may already use both cores well; so the choice is measured, not assumed: each way runs once to
     warm up (its first run pays one-time costs: the worker thread, BLAS's restart) and is then timed, the
-    faster one is taken, and every ``RETRY``-th call retimes the other.
+    faster one is taken, and every ``RETRY``-th call retimes the other. Each way counts as the fastest of its
+    last ``WINDOW`` timed runs: other work on a shared machine only ever adds time, and an average of two
+    runs let one slow run pick the slower way for the next sixteen calls (an LSTM step 1.6 ms slower).
     """
 
     RETRY = 16
+    WINDOW = 4
 
     def __init__(self):
-        self.seconds = {True: None, False: None}
+        self.recent = {True: [], False: []}  # each way's last timed runs, oldest first
         self.runs = {True: 0, False: 0}
-        self.weights = {True: 1.0, False: 1.0}  # the last timed run's share of its way's average
         self.steps = 0
+
+    @property
+    def seconds(self):
+        """Each way's time: the fastest of its recent timed runs (None before one)."""
+        return {split: min(times) if times else None for split, times in self.recent.items()}
 
     def choose(self):
         """True to split this call's job between two threads."""
         self.steps += 1
+        seconds = self.seconds
         for split in (True, False):
-            if self.seconds[split] is None:
+            if seconds[split] is None:
                 return split
-        faster = self.seconds[True] <= self.seconds[False]
+        faster = seconds[True] <= seconds[False]
         return not faster if self.steps % self.RETRY == 0 else faster
 
     def record(self, split, seconds):
         self.runs[split] += 1
         if self.runs[split] == 1:
             return  # the warm-up run
-        previous = self.seconds[split]
-        self.seconds[split] = seconds if previous is None else 0.5 * (previous + seconds)
-        self.weights[split] = 1.0 if previous is None else 0.5
+        times = self.recent[split]
+        times.append(seconds)
+        del times[:-self.WINDOW]
 
     def add(self, split, seconds):
         """Add a later part of the call last recorded (a backward pass that follows the forward's choice)."""
-        if self.runs[split] > 1:
-            self.seconds[split] += self.weights[split] * seconds
+        if self.recent[split] and self.runs[split] > 1:
+            self.recent[split][-1] += seconds

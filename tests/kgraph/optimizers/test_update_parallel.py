@@ -73,8 +73,22 @@ def test_timing_tries_both_ways_then_keeps_the_faster_and_retimes_the_other():
     assert timing.seconds == {True: 2.0, False: 1.0}
     choices = [timing.choose() for _ in range(2 * timing.RETRY)]
     assert choices.count(True) == 2 and all(c is (i % timing.RETRY == timing.RETRY - 5) for i, c in enumerate(choices))
-    timing.record(True, 0.0)  # the average of 2.0 and 0.0 ties with one thread's 1.0: ties go to splitting
+    timing.record(True, 1.0)  # ties go to splitting
     assert timing.choose() is True
+
+
+def test_timing_is_not_swayed_by_one_slow_run_but_follows_a_lasting_change():
+    timing = threads.Timing()
+    for split, seconds in ((True, 9.0), (True, 1.0), (False, 9.0), (False, 2.0)):
+        timing.choose()
+        timing.record(split, seconds)
+    timing.record(True, 50.0)  # a busy moment of the machine
+    assert timing.choose() is True and timing.seconds == {True: 1.0, False: 2.0}
+    for _ in range(timing.WINDOW):  # splitting stays slower: its fast run ages out of the window
+        timing.record(True, 3.0)
+    assert timing.seconds[True] == 3.0 and timing.choose() is False
+    timing.add(False, 0.5)  # a later part of the last run of that way
+    assert timing.recent[False] == [2.5]
 
 
 def test_optimizer_state_leaves_out_the_timing():
