@@ -181,15 +181,18 @@ def simple_rnn(projection, recurrent_kernel, initial_h=None, *, go_backwards=Fal
 
 
 @op
-@primitive(num_inputs=4)
-def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_backwards=False, recurrent_masks=None,
-         activation="tanh", recurrent_activation="sigmoid", step_mask=None, zero_output_for_mask=False):
+@primitive(num_inputs=5)
+def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, bias=None, *, go_backwards=False,
+         recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid", step_mask=None,
+         zero_output_for_mask=False):
     """Run a Keras LSTM cell (gate order i, f, c, o) over time.
 
     Args:
-        projection: ``(batch, timesteps, 4 * units)`` input projections with the bias.
+        projection: ``(batch, timesteps, 4 * units)`` input projections, with the bias unless ``bias`` is given.
         recurrent_kernel: ``(units, 4 * units)``.
         initial_h, initial_c: optional ``(batch, units)`` starting states (zeros when None).
+        bias: optional ``(4 * units,)``, added to every step's projection: the values of a projection that
+            holds it, without a pass over the projection to add it (the LSTM layer passes its bias here).
         go_backwards: process the sequence from the last timestep.
         recurrent_masks: optional ``(4, batch, units)`` dropout masks of ``h``, one per gate.
         activation, recurrent_activation: Keras activation names.
@@ -200,9 +203,14 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_bac
     """
     _check("lstm", projection, recurrent_kernel, 4, recurrent_masks)
     _check_mask("lstm", step_mask, projection)
+    if bias is not None and np.shape(bias) != projection.shape[-1:]:
+        raise ValueError(f"lstm expects bias of shape (4 * units,) = {projection.shape[-1:]}. "
+                         f"Received: shape={np.shape(bias)}")
     if lstm_kernel.applies(activation, recurrent_activation, recurrent_masks, step_mask):
         return lstm_kernel.run(projection, recurrent_kernel, initial_h, initial_c, go_backwards, step_mask,
-                               zero_output_for_mask)
+                               zero_output_for_mask, bias)
+    if bias is not None:
+        projection = lstm_kernel.with_bias(projection, bias)
     act = gate_activations.get(activation)
     gate_act = gate_activations.get(recurrent_activation)
     batch, timesteps, width = projection.shape
@@ -262,8 +270,9 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, *, go_bac
             if keep is not None:
                 dh += skip_h
                 dc += skip_c
-        return (_to_input_order(d_pre, go_backwards), product.kernel_gradient(hidden[:-1], d_pre),
-                None if initial_h is None else dh, None if initial_c is None else dc)
+        d_projection = _to_input_order(d_pre, go_backwards)
+        return (d_projection, product.kernel_gradient(hidden[:-1], d_pre), None if initial_h is None else dh,
+                None if initial_c is None else dc, None if bias is None else lstm_kernel.bias_gradient(d_projection))
 
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy(), cells[-1].copy()), vjp
 

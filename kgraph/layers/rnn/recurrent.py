@@ -51,8 +51,11 @@ class LSTM(RecurrentBase):
             return _UnitForgetBias(self.bias_initializer, self.units)
         return self.bias_initializer
 
-    def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None, None)):
-        return ops.lstm(projection, self.recurrent_kernel, initial[0], initial[1], go_backwards=self.go_backwards,
+    def _folds_bias(self, training):
+        return not (training and 0.0 < self.dropout < 1.0)
+
+    def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None, None), bias=None):
+        return ops.lstm(projection, self.recurrent_kernel, initial[0], initial[1], bias, go_backwards=self.go_backwards,
                         recurrent_masks=recurrent_masks, activation=self._activation_name,
                         recurrent_activation=self._recurrent_activation_name, **self._mask_options(step_mask))
 

@@ -119,9 +119,15 @@ class RecurrentBase(Layer):
         keep = (self._rng or generator()).random(shape) >= rate
         return keep.astype(dtype) / np.asarray(1.0 - rate, dtype=dtype)
 
+    def _folds_bias(self, training):
+        """Whether the recurrence adds the input bias itself (``_recur``'s ``bias``), saving the input projection
+        a pass (an LSTM without input dropout)."""
+        return False
+
     def _input_projection(self, x, training):
-        """``x @ kernel + bias`` for every timestep, with Keras's input dropout in training."""
-        kernel, bias = self.kernel, self._input_bias()
+        """``x @ kernel + bias`` for every timestep (without the bias where ``_folds_bias``), with Keras's input
+        dropout in training."""
+        kernel, bias = self.kernel, None if self._folds_bias(training) else self._input_bias()
         if not (training and 0.0 < self.dropout < 1.0):
             # Computed time-major and handed on as its batch-major view: each step reads, and its VJP
             # writes, contiguous rows (the recurrence's cotangent keeps this memory order).
@@ -152,7 +158,10 @@ class RecurrentBase(Layer):
         masks = self._recurrent_masks(sequences.shape[0], projection.dtype, training)
         step_mask = None if mask is None else self._step_mask(mask, sequences.shape[:2])
         initial = self._initial_states(sequences.shape[0], initial_state)
-        sequence, *states = self._recur(projection, masks, step_mask, initial)
+        if self._folds_bias(training) and self.bias is not None:
+            sequence, *states = self._recur(projection, masks, step_mask, initial, bias=self.bias)
+        else:
+            sequence, *states = self._recur(projection, masks, step_mask, initial)
         if self.stateful:
             self._states = [np.array(ops.stop_gradient(s)) for s in states]
             self._state_batch = sequences.shape[0]

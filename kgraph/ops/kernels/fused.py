@@ -100,15 +100,21 @@ def relu_gradient(g, x, out, zero, one):
 
 
 @_compile
-def lstm_gates(gates, s, projection, t, time_major, scale, r0, r1):
-    """Rows ``r0:r1`` of step ``s``: ``z = (z + projection_t) * scale``, the argument of the gates' one tanh.
+def lstm_gates(gates, s, projection, t, time_major, scale, r0, r1, bias):
+    """Rows ``r0:r1`` of step ``s``: ``z = (z + projection_t) * scale``, the argument of the gates' one tanh;
+    with a ``bias`` (not empty) ``z = (z + (projection_t + bias)) * scale``, as if the projection held it.
 
     ``projection`` is C-contiguous, indexed ``[t, row]`` when ``time_major`` else ``[row, t]``."""
+    with_bias = bias.shape[0] > 0
     for r in range(r0, r1):
         z = gates[s, r]
         p = projection[t, r] if time_major else projection[r, t]
-        for j in range(z.shape[0]):
-            z[j] = (z[j] + p[j]) * scale[j]
+        if with_bias:
+            for j in range(z.shape[0]):
+                z[j] = (z[j] + (p[j] + bias[j])) * scale[j]
+        else:
+            for j in range(z.shape[0]):
+                z[j] = (z[j] + p[j]) * scale[j]
 
 
 @_compile

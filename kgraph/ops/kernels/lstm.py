@@ -124,16 +124,16 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
             dc += skip_c
 
 
-def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows):
+def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows, bias):
     """``_forward`` for rows ``rows`` of the whole arrays, the elementwise runs fused by ``kernels.fused``;
-    ``keep`` as ``_backward``'s without its last axis, or None."""
+    ``keep`` as ``_backward``'s without its last axis, or None; ``bias`` added to the projection (or empty)."""
     u = kernel.shape[0]
     scale, offset, _, _ = _gate_constants(u, gates.dtype)
     r0, r1 = rows.start, rows.stop
     for s, t in enumerate(times):
         z = gates[s, rows]
         np.matmul(hidden[s, rows], kernel, out=z)
-        fused.lstm_gates(gates, s, base, t, time_major, scale, r0, r1)
+        fused.lstm_gates(gates, s, base, t, time_major, scale, r0, r1, bias)
         np.tanh(z, out=z)
         fused.lstm_cells(gates, s, cells, scale, offset, r0, r1)
         np.tanh(cells[s + 1, rows], out=act_cells[s, rows])
@@ -194,9 +194,24 @@ def _run(job, halves):
         threads.in_halves(job, *halves)
 
 
+def with_bias(projection, bias):
+    """``projection`` plus ``bias`` in a new array of the projection's dtype and memory order, the values of the
+    input projection's own bias add."""
+    out = np.array(projection, order="K")
+    out += bias
+    return out
+
+
+def bias_gradient(d_projection):
+    """The bias's cotangent: ``d_projection`` summed over batch and time, as the time-major input projection's
+    VJP sums it (the same values as when the projection held the bias)."""
+    return d_projection.swapaxes(0, 1).sum(axis=(0, 1))
+
+
 def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwards=False, step_mask=None,
-        zero_output_for_mask=False):
-    """``((sequence, last_h, last_c), vjp)`` as ``kgraph.ops.recurrent.lstm`` returns them (see ``applies``)."""
+        zero_output_for_mask=False, bias=None):
+    """``((sequence, last_h, last_c), vjp)`` as ``kgraph.ops.recurrent.lstm`` returns them (see ``applies``);
+    ``bias``, when given, is added to every step's projection."""
     batch, timesteps, width = projection.shape
     u = width // 4
     dtype = projection.dtype
@@ -216,12 +231,19 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     halves = split if timings is not None and timings[0].choose() else None
     fused = compiled.kernels(projection.size) if dtype.kind == "f" and dtype.itemsize in (4, 8) else None
     base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
+    step_bias = np.empty(0, dtype=dtype)
+    if bias is not None:
+        if base is not None and np.asarray(bias).dtype == dtype:
+            step_bias = np.ascontiguousarray(bias)  # added in the gates' loop: no pass over the projection
+        else:
+            projection = with_bias(projection, bias)
+            base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
     start = time.perf_counter()
 
     def forward(rows):
         if base is not None:
             _forward_fused(fused, base, time_major, recurrent_kernel, hidden, cells, gates, act_cells, times, keep,
-                           slice(*rows.indices(batch)[:2]))
+                           slice(*rows.indices(batch)[:2]), step_bias)
         else:
             _forward(projection[rows], recurrent_kernel, hidden[:, rows], cells[:, rows], gates[:, rows],
                      act_cells[:, rows], times, None if keep is None else keep[:, rows, None])
@@ -231,7 +253,8 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     state = {"projection": projection, "kernel": recurrent_kernel, "hidden": hidden, "cells": cells, "gates": gates,
              "act_cells": act_cells, "times": times, "keep": keep, "zero_output": bool(zero_output_for_mask),
              "fused": fused if base is not None else None, "time_major": time_major, "split": split,
-             "timings": timings, "go_backwards": go_backwards, "initial": (initial_h, initial_c)}
+             "timings": timings, "go_backwards": go_backwards, "initial": (initial_h, initial_c),
+             "bias": bias is not None}
     sequence = hidden[1:] * keep[..., None] if keep is not None and zero_output_for_mask else hidden[1:]
     return (sequence.transpose(1, 0, 2), hidden[-1].copy(), cells[-1].copy()), lambda g: _vjp(state, g)
 
@@ -286,7 +309,8 @@ def _vjp(st, cotangents):
     previous = np.ascontiguousarray(previous).reshape(-1, u)
     d_kernel = previous.T @ np.ascontiguousarray(rows).reshape(-1, width)
     initial_h, initial_c = st["initial"]
-    return (d_projection, d_kernel, None if initial_h is None else dh, None if initial_c is None else dc)
+    return (d_projection, d_kernel, None if initial_h is None else dh, None if initial_c is None else dc,
+            bias_gradient(d_projection) if st["bias"] else None)
 
 
 def _time_major(projection):

@@ -120,3 +120,49 @@ def test_batch_halves_in_two_threads_match_the_general_loop(go_backwards):
         # kernel gradient over the rows in another order): within 1e-4 relative or 1e-5 of the array's scale
         # (1e-4 is also the exporter's recurrent tolerance).
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * np.abs(b).max(), err_msg=name)
+
+
+def _with_and_without_bias(general, compiled_on, monkeypatch, go_backwards=False, **options):
+    """ops.lstm given its bias, and the same call on a projection holding the bias: outputs and gradients."""
+    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "1" if compiled_on else "0")
+    rng = np.random.default_rng(7)
+    projection, kernel, h0, c0 = _inputs(3, np.float32, batch=6, timesteps=5, units=4)
+    bias = rng.standard_normal(16).astype(np.float32)
+    time_major = np.ascontiguousarray(projection.swapaxes(0, 1)).swapaxes(0, 1)  # as the LSTM layer makes it
+    weights = rng.standard_normal((6, 5, 4))
+    runs = []
+    for folded in (True, False):
+        xs = [time_major, kernel, h0, c0, bias]
+        with GradientTape() as tape, (_general_loop() if general else contextlib.nullcontext()):
+            tape.watch(xs)
+            if folded:
+                sequence, h, c = ops.lstm(*xs, go_backwards=go_backwards, **options)
+            else:
+                held = ops.swapaxes(ops.add(ops.swapaxes(xs[0], 0, 1), xs[4]), 0, 1)
+                sequence, h, c = ops.lstm(held, *xs[1:4], go_backwards=go_backwards, **options)
+            loss = ops.sum(sequence * weights) + ops.sum(h * 0.5) + ops.sum(c * c)
+        runs.append([np.asarray(sequence), np.asarray(h), np.asarray(c)] + tape.gradient(loss, xs))
+    return runs
+
+
+@pytest.mark.parametrize("general", [False, True])
+@pytest.mark.parametrize("compiled_on", [False, True])
+@pytest.mark.parametrize("go_backwards, masked", [(False, False), (True, False), (False, True)])
+def test_a_bias_given_to_the_op_equals_one_held_by_the_projection(monkeypatch, general, compiled_on, go_backwards,
+                                                                  masked):
+    pytest.importorskip("numba") if compiled_on else None
+    from kgraph.ops.kernels import compiled
+    if compiled_on:
+        compiled.kernels(compiled.LOAD_WORK)  # these arrays are too small to load numba themselves
+    options = {"step_mask": np.random.default_rng(8).random((6, 5)) > 0.3} if masked else {}
+    folded, held = _with_and_without_bias(general, compiled_on, monkeypatch, go_backwards, **options)
+    names = ["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0", "d_bias"]
+    for name, a, b in zip(names, folded, held):
+        np.testing.assert_array_equal(a, b, err_msg=name)  # bit for bit: the same float operations
+    assert folded[-1].shape == (16,) and held[-1] is not None
+
+
+def test_a_bias_of_the_wrong_shape_is_named():
+    projection, kernel = _inputs(4, np.float32)[:2]
+    with pytest.raises(ValueError, match=r"lstm expects bias of shape \(4 \* units,\) = \(8,\)"):
+        ops.lstm(projection, kernel, bias=np.zeros(7, np.float32))
