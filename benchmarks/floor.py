@@ -12,7 +12,7 @@ so a busy moment of a shared machine hits all alike. Each worker also reports it
 process: the framework, the model, the data and the steps).
 
     python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--numpy-too]
-                               [--baseline HEAD | --baseline-root DIR]
+                               [--baseline HEAD | --baseline-root DIR] [--env NAME=VALUE ...]
     python benchmarks/floor.py --profile mlp   # cProfile of kgraph steps, the top functions by own time
     python benchmarks/floor.py --breakdown     # ms of forward, loss, gradient, optimizer next to the floor
 
@@ -249,6 +249,9 @@ def main():
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     parser.add_argument("--numpy-too", action="store_true",
                         help="also time this tree with KGRAPH_COMPILED_KERNELS=0 (NumPy only; the same without numba)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="also time this tree with NAME=VALUE in its environment (repeatable: one contender "
+                             "each), e.g. OPENBLAS_THREAD_TIMEOUT=24")
     parser.add_argument("--profile", metavar="MODEL", help="profile kgraph's steps on MODEL instead")
     parser.add_argument("--breakdown", action="store_true",
                         help="time the parts of one kgraph step of each model instead (in this process)")
@@ -270,6 +273,11 @@ def main():
         contenders = [("kgraph", ROOT, "kgraph", None)]
         if args.numpy_too:
             contenders.append(("kgraph-numpy", ROOT, "kgraph", {"KGRAPH_COMPILED_KERNELS": "0"}))
+        for setting in args.env:
+            name, equals, value = setting.partition("=")
+            if not equals or not name:
+                parser.error(f"--env expects NAME=VALUE; received {setting!r}")
+            contenders.append((f"kgraph+{setting}", ROOT, "kgraph", {name: value}))
         if args.baseline:
             contenders.append((f"kgraph@{args.baseline}", checkout(args.baseline, tmp), "kgraph", None))
         elif args.baseline_root:
