@@ -266,8 +266,8 @@ def dense(x, kernel, bias=None):
                 return np.outer(x, g)
             if x.ndim == 2:
                 return np.matmul(x.T, g)
-            rows = _pymath.prod(x.shape[:-1])
-            return np.matmul(x.reshape(rows, x.shape[-1]).T, g.reshape(rows, g.shape[-1]))
+            # The forward's 2-D rows (a copy where x was not contiguous, as the recurrent layers' time-major view).
+            return np.matmul(rows.T, g.reshape(rows.shape[0], g.shape[-1]))
 
         def d_bias():
             return g.sum(axis=tuple(range(g.ndim - 1)))

@@ -85,10 +85,12 @@ def _forward(projection, kernel, hidden, cells, gates, act_cells, times, keep):
             np.copyto(hidden[s + 1], hidden[s], where=keep[s] == 0)
 
 
-def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection, times, keep, zero_output):
+def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection, times, keep, zero_output,
+              initial_dh=True):
     """BPTT from the last step: fills ``d_projection`` (input order); ``dh``, ``dc`` end as the initial
-    states' cotangents; ``g_sequence`` is None where the sequence's cotangent is zero; ``keep`` (processing
-    order, ``(T, rows, 1)``, 0 at masked steps) or None."""
+    states' cotangents (``dh`` only with ``initial_dh``: without, the first step's product is skipped);
+    ``g_sequence`` is None where the sequence's cotangent is zero; ``keep`` (processing order, ``(T, rows, 1)``,
+    0 at masked steps) or None."""
     u = kernel.shape[0]
     _, _, a, b = _gate_constants(u, gates.dtype)
     to_c = np.empty_like(dh)
@@ -118,9 +120,11 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
         slope += b
         dz *= slope
         dc *= z[:, u:2 * u]
-        np.matmul(dz, kernel_t, out=dh)
+        if s or initial_dh:  # the first step's product only makes the initial h's cotangent
+            np.matmul(dz, kernel_t, out=dh)
+            if keep is not None:
+                dh += skip_h
         if keep is not None:
-            dh += skip_h
             dc += skip_c
 
 
@@ -143,7 +147,7 @@ def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_ce
 
 
 def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, d_base, time_major, times, keep,
-                    zero_output, rows):
+                    zero_output, rows, initial_dh):
     """``_backward`` for rows ``rows`` of the whole arrays (``g_sequence`` C-contiguous, of no steps where
     ``_backward`` has None); ``d_base`` is ``d_projection``'s C-contiguous form, as ``base`` in the forward;
     ``keep`` as in ``_forward_fused``."""
@@ -156,6 +160,8 @@ def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, 
         t = times[s]
         fused.lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_base, one, r0, r1,
                                  masks, zero_output, skip)
+        if not (s or initial_dh):
+            break  # the first step's product only makes the initial h's cotangent
         dz = d_base[t, rows] if time_major else d_base[rows, t]
         np.matmul(dz, kernel_t, out=dh[rows])
         if keep is not None:
@@ -263,6 +269,7 @@ def _backward_job(st, g_sequence, dh, dc, d_projection):
     """The BPTT job over rows (``_run`` calls it with the whole batch or one half)."""
     batch, u = dh.shape
     keep, fused = st["keep"], st["fused"]
+    initial_dh = st["initial"][0] is not None
     d_base = None if fused is None else _contiguous_base(d_projection)
     if d_base is not None and d_base[0] is not None and d_base[1] == st["time_major"]:
         steps = g_sequence.shape[1] if g_sequence is not None else 0
@@ -271,14 +278,14 @@ def _backward_job(st, g_sequence, dh, dc, d_projection):
         def backward(rows):
             _backward_fused(fused, sequence, dh, dc, st["kernel"], st["cells"], st["gates"], st["act_cells"],
                             d_base[0], st["time_major"], st["times"], keep, st["zero_output"],
-                            slice(*rows.indices(batch)[:2]))
+                            slice(*rows.indices(batch)[:2]), initial_dh)
         return backward
 
     def backward(rows):
         sequence_rows = None if g_sequence is None else g_sequence[rows]
         _backward(sequence_rows, dh[rows], dc[rows], st["kernel"], st["cells"][:, rows], st["gates"][:, rows],
                   st["act_cells"][:, rows], d_projection[rows], st["times"],
-                  None if keep is None else keep[:, rows, None], st["zero_output"])
+                  None if keep is None else keep[:, rows, None], st["zero_output"], initial_dh)
     return backward
 
 

@@ -166,3 +166,28 @@ def test_a_bias_of_the_wrong_shape_is_named():
     projection, kernel = _inputs(4, np.float32)[:2]
     with pytest.raises(ValueError, match=r"lstm expects bias of shape \(4 \* units,\) = \(8,\)"):
         ops.lstm(projection, kernel, bias=np.zeros(7, np.float32))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("compiled_on", [False, True])
+def test_without_initial_h_the_last_product_is_skipped_and_the_rest_unchanged(monkeypatch, masked, compiled_on):
+    # Without initial_h nobody reads its cotangent, so BPTT skips the first step's product: every other
+    # output and cotangent (initial_c's included) equals a run given zeros as initial_h, bit for bit.
+    if compiled_on:
+        pytest.importorskip("numba")
+        from kgraph.ops.kernels import compiled
+        compiled.kernels(compiled.LOAD_WORK)
+    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "1" if compiled_on else "0")
+    projection, kernel, _, c0 = _inputs(6, np.float32, batch=6, timesteps=5, units=4)
+    options = {"step_mask": np.random.default_rng(9).random((6, 5)) > 0.3} if masked else {}
+    weights = np.random.default_rng(10).standard_normal((6, 5, 4))
+    runs = []
+    for h0 in (None, np.zeros((6, 4), np.float32)):
+        xs = [projection, kernel, c0]
+        with GradientTape() as tape:
+            tape.watch(xs)
+            sequence, h, c = ops.lstm(xs[0], xs[1], h0, xs[2], **options)
+            loss = ops.sum(sequence * weights) + ops.sum(c * c)
+        runs.append([np.asarray(sequence), np.asarray(h), np.asarray(c)] + tape.gradient(loss, xs))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
