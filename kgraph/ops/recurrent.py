@@ -15,6 +15,7 @@ from kgraph.backend.autodiff import primitive
 from kgraph.ops import gate_activations
 from kgraph.ops.kernels import gru as gru_kernel
 from kgraph.ops.kernels import lstm as lstm_kernel
+from kgraph.ops.kernels import projection as projection_bias
 from kgraph.ops.operations import op
 
 __all__ = ["gru", "lstm", "simple_rnn"]
@@ -210,7 +211,7 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, bias=None
         return lstm_kernel.run(projection, recurrent_kernel, initial_h, initial_c, go_backwards, step_mask,
                                zero_output_for_mask, bias)
     if bias is not None:
-        projection = lstm_kernel.with_bias(projection, bias)
+        projection = projection_bias.with_bias(projection, bias)
     act = gate_activations.get(activation)
     gate_act = gate_activations.get(recurrent_activation)
     batch, timesteps, width = projection.shape
@@ -272,24 +273,27 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, bias=None
                 dc += skip_c
         d_projection = _to_input_order(d_pre, go_backwards)
         return (d_projection, product.kernel_gradient(hidden[:-1], d_pre), None if initial_h is None else dh,
-                None if initial_c is None else dc, None if bias is None else lstm_kernel.bias_gradient(d_projection))
+                None if initial_c is None else dc, None if bias is None else projection_bias.bias_gradient(d_projection))
 
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy(), cells[-1].copy()), vjp
 
 
 @op
-@primitive(num_inputs=4)
-def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, reset_after=True, go_backwards=False,
-        recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid", step_mask=None,
+@primitive(num_inputs=5)
+def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, bias=None, *, reset_after=True,
+        go_backwards=False, recurrent_masks=None, activation="tanh", recurrent_activation="sigmoid", step_mask=None,
         zero_output_for_mask=False):
     """Run a Keras GRU cell (gate order z, r, h) over time.
 
     Args:
-        projection: ``(batch, timesteps, 3 * units)`` input projections with the input bias.
+        projection: ``(batch, timesteps, 3 * units)`` input projections, with the input bias unless ``bias`` is
+            given.
         recurrent_kernel: ``(units, 3 * units)``.
         recurrent_bias: optional ``(3 * units,)`` bias of the recurrent product
             (only with ``reset_after``).
         initial_h: optional ``(batch, units)`` starting state (zeros when None).
+        bias: optional ``(3 * units,)`` input bias, added to every step's projection: the values of a projection
+            that holds it, without a pass over the projection to add it (the GRU layer passes its input bias here).
         reset_after: apply the reset gate after the recurrent matmul (Keras's
             default) rather than to ``h`` before it.
         go_backwards: process the sequence from the last timestep.
@@ -305,6 +309,9 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, re
     if recurrent_bias is not None and not reset_after:
         raise ValueError("gru takes a recurrent_bias only with reset_after=True; without it the whole "
                          "bias belongs in the projection. Received: reset_after=False and a recurrent_bias")
+    if bias is not None and np.shape(bias) != projection.shape[-1:]:
+        raise ValueError(f"gru expects bias of shape (3 * units,) = {projection.shape[-1:]}. "
+                         f"Received: shape={np.shape(bias)}")
     act = gate_activations.get(activation)
     gate_act = gate_activations.get(recurrent_activation)
     batch, timesteps, width = projection.shape
@@ -327,8 +334,12 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, re
     keep = _keep(step_mask, steps, dtype)
     fused = gru_kernel.applies(reset_after, recurrent_masks, activation, recurrent_activation, projection,
                                recurrent_kernel, recurrent_bias)
+    step_bias = bias if fused is not None and np.asarray(bias).dtype == dtype else None
+    if bias is not None and step_bias is None:
+        projection = projection_bias.with_bias(projection, bias)
     if fused is not None:  # the same operations as the loop below, in compiled loops
-        gru_kernel.run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept, keep, steps)
+        gru_kernel.run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept, keep, steps,
+                       step_bias)
     for s, t in [] if fused is not None else steps:
         z = gates[s]
         h_prev = hidden[s]
@@ -401,7 +412,11 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, *, re
             return _to_input_order(d_pre, go_backwards), d_kernel, d_bias, None if initial_h is None else dh
         return _gru_gradients(product, hidden, d_pre, d_recurrent, dh, recurrent_bias, initial_h, go_backwards)
 
-    return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp
+    def vjp_with_bias(cotangents):
+        cts = vjp(cotangents)
+        return cts + (None if bias is None else projection_bias.bias_gradient(cts[0]),)
+
+    return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp_with_bias
 
 
 def _gru_gradients(product, hidden, d_pre, d_recurrent, dh, recurrent_bias, initial_h, go_backwards):

@@ -51,8 +51,7 @@ class LSTM(RecurrentBase):
             return _UnitForgetBias(self.bias_initializer, self.units)
         return self.bias_initializer
 
-    def _folds_bias(self, training):
-        return not (training and 0.0 < self.dropout < 1.0)
+    _recurrence_adds_bias = True
 
     def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None, None), bias=None):
         return ops.lstm(projection, self.recurrent_kernel, initial[0], initial[1], bias, go_backwards=self.go_backwards,
@@ -95,9 +94,11 @@ class GRU(RecurrentBase):
             return self.bias
         return ops.getitem(self.bias, 0)
 
-    def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None,)):
+    _recurrence_adds_bias = True
+
+    def _recur(self, projection, recurrent_masks, step_mask=None, initial=(None,), bias=None):
         recurrent_bias = ops.getitem(self.bias, 1) if self.bias is not None and self.reset_after else None
-        return ops.gru(projection, self.recurrent_kernel, recurrent_bias, initial[0], reset_after=self.reset_after,
+        return ops.gru(projection, self.recurrent_kernel, recurrent_bias, initial[0], bias, reset_after=self.reset_after,
                        go_backwards=self.go_backwards, recurrent_masks=recurrent_masks,
                        activation=self._activation_name, recurrent_activation=self._recurrent_activation_name,
                        **self._mask_options(step_mask))

@@ -119,10 +119,13 @@ class RecurrentBase(Layer):
         keep = (self._rng or generator()).random(shape) >= rate
         return keep.astype(dtype) / np.asarray(1.0 - rate, dtype=dtype)
 
+    # Whether ``_recur`` takes the input bias (``bias=``) and its op adds it as each step reads the projection.
+    _recurrence_adds_bias = False
+
     def _folds_bias(self, training):
-        """Whether the recurrence adds the input bias itself (``_recur``'s ``bias``), saving the input projection
-        a pass (an LSTM without input dropout)."""
-        return False
+        """Whether the recurrence adds the input bias itself, saving the input projection a pass (LSTM and GRU
+        without input dropout)."""
+        return self._recurrence_adds_bias and not (training and 0.0 < self.dropout < 1.0)
 
     def _input_projection(self, x, training):
         """``x @ kernel + bias`` for every timestep (without the bias where ``_folds_bias``), with Keras's input
@@ -159,7 +162,7 @@ class RecurrentBase(Layer):
         step_mask = None if mask is None else self._step_mask(mask, sequences.shape[:2])
         initial = self._initial_states(sequences.shape[0], initial_state)
         if self._folds_bias(training) and self.bias is not None:
-            sequence, *states = self._recur(projection, masks, step_mask, initial, bias=self.bias)
+            sequence, *states = self._recur(projection, masks, step_mask, initial, bias=self._input_bias())
         else:
             sequence, *states = self._recur(projection, masks, step_mask, initial)
         if self.stateful:

@@ -38,22 +38,24 @@ def _contiguous(projection):
     return np.ascontiguousarray(projection), False
 
 
-def run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept, keep, steps):
+def run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept, keep, steps, input_bias=None):
     """The forward steps into ``hidden`` (``(T + 1, batch, units)``, ``hidden[0]`` the initial state), ``gates``
-    and ``kept`` (the loop's arrays), with the loop's ``keep`` ((T, batch, 1) or None)."""
+    and ``kept`` (the loop's arrays), with the loop's ``keep`` ((T, batch, 1) or None); ``input_bias`` (of the
+    projection's dtype) is added to the projection as each step reads it."""
     batch, u = hidden.shape[1], hidden.shape[2]
     dtype = projection.dtype
     base, time_major = _contiguous(projection)
     bias = np.empty(0, dtype) if recurrent_bias is None else np.ascontiguousarray(recurrent_bias, dtype=dtype)
+    step_bias = np.empty(0, dtype) if input_bias is None else np.ascontiguousarray(input_bias)
     masks = np.empty((0, 0), dtype) if keep is None else np.ascontiguousarray(keep[..., 0])
     half = dtype.type(0.5)
     recurrent = np.empty((batch, 3 * u), dtype=dtype)
     for s, t in steps:
         np.matmul(hidden[s], recurrent_kernel, out=recurrent)
-        fused.gru_gates(gates, s, recurrent, bias, base, t, time_major, half)
+        fused.gru_gates(gates, s, recurrent, bias, base, t, time_major, half, step_bias)
         z = gates[s]
         np.tanh(z[:, :2 * u], out=z[:, :2 * u])
-        fused.gru_candidate(gates, kept, s, recurrent, base, t, time_major, half)
+        fused.gru_candidate(gates, kept, s, recurrent, base, t, time_major, half, step_bias)
         np.tanh(z[:, 2 * u:], out=z[:, 2 * u:])
         fused.gru_hidden(gates, hidden, s, masks)
 

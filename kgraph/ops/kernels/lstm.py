@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from kgraph.ops.kernels import compiled, threads
+from kgraph.ops.kernels.projection import bias_gradient, with_bias
 
 __all__ = ["applies", "run"]
 
@@ -198,20 +199,6 @@ def _run(job, halves):
         job(slice(None))
     else:
         threads.in_halves(job, *halves)
-
-
-def with_bias(projection, bias):
-    """``projection`` plus ``bias`` in a new array of the projection's dtype and memory order, the values of the
-    input projection's own bias add."""
-    out = np.array(projection, order="K")
-    out += bias
-    return out
-
-
-def bias_gradient(d_projection):
-    """The bias's cotangent: ``d_projection`` summed over batch and time, as the time-major input projection's
-    VJP sums it (the same values as when the projection held the bias)."""
-    return d_projection.swapaxes(0, 1).sum(axis=(0, 1))
 
 
 def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwards=False, step_mask=None,
