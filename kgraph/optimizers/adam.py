@@ -35,10 +35,14 @@ class Adam(Optimizer):
         names = self.slot_names()
         return [names[:2]] + [[name] for name in names[2:]]
 
+    def _alpha(self, learning_rate):
+        """This step's ``alpha`` (the step number a Python int)."""
+        t = self._step_count() + 1
+        return learning_rate * math.sqrt(1.0 - self.beta_2**t) / (1.0 - self.beta_1**t)
+
     def update_step(self, gradient, value, slots, learning_rate, scratch):
         m, v = slots[0], slots[1]
-        t = self._step_count() + 1  # this step's number, as a Python int
-        alpha = learning_rate * math.sqrt(1.0 - self.beta_2**t) / (1.0 - self.beta_1**t)
+        alpha = self._alpha(learning_rate)
         if not self.amsgrad and self._fused(gradient, value, m, v, alpha):
             return
         np.subtract(gradient, m, out=scratch)
@@ -70,10 +74,15 @@ class Adam(Optimizer):
         fused = compiled.kernels(value.size)
         if fused is None or not compiled.usable(value, gradient, m, v):
             return False
-        constants = compiled.constants(value.dtype, 1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon)
-        if constants is None:
+        # The same for every variable of a step and dtype: cast once (a few microseconds per variable).
+        key = (alpha, value.dtype, self.beta_1, self.beta_2, self.epsilon)
+        cached = getattr(self, "_cast_constants", None)
+        if cached is None or cached[0] != key:
+            cached = self._cast_constants = (key, compiled.constants(
+                value.dtype, 1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon))
+        if cached[1] is None:
             return False
-        fused.adam(*compiled.flat(value, gradient, m, v), *constants)
+        fused.adam(*compiled.flat(value, gradient, m, v), *cached[1])
         return True
 
     def get_config(self):

@@ -157,7 +157,7 @@ class Optimizer:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for key in ("_index", "_scratch", "_decay_flags", "_update_timing"):
+        for key in ("_index", "_scratch", "_decay_flags", "_update_timing", "_cast_constants"):
             state.pop(key, None)
         return state
 
