@@ -28,7 +28,7 @@ from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
 
-__all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_recording", "on_tape"]
+__all__ = ["GradientTape", "all_zero", "primitive", "value_and_grad", "unbroadcast", "is_recording", "on_tape"]
 
 # Tapes currently recording, in any thread. A plain list keeps the no-tape check
 # of every op as cheap as possible; each tape remembers its thread, so ops run
@@ -193,7 +193,7 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
 class _OpSpec:
     """What the recording path needs to know about a primitive."""
 
-    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults", "public", "linear", "rule")
+    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults", "public", "linear", "rule", "zero_views")
 
     def __init__(self, fn, name, num_inputs, list_input, defaults):
         self.public = None
@@ -201,6 +201,9 @@ class _OpSpec:
         # ``rule(g, out, *inputs, *config, **kwargs)`` for a VJP written with ops (so that it is recorded).
         self.linear = False
         self.rule = None
+        # A multi-output op whose VJP takes a read-only view of one zero for an output nothing read (set by the
+        # op's module): no zeros the size of that output are written, and the VJP can tell it was not read.
+        self.zero_views = False
         self.fn = fn
         self.name = name
         self.num_inputs = num_inputs
@@ -311,6 +314,18 @@ def on_tape(x):
         tape._records.append(record)
         tape._tracked[id(view)] = view
     return view
+
+
+def _zero_view(shape, dtype):
+    """A read-only array of ``shape`` whose every element is one zero (all strides 0)."""
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+def all_zero(g):
+    """Whether every element of ``g`` is zero (NaN is not); one read for an array of all strides 0."""
+    if g.size and not any(g.strides):
+        return not g[(0,) * g.ndim]
+    return not g.any()
 
 
 def _identity_vjp(g):
@@ -534,7 +549,8 @@ class GradientTape:
                 for o in out:
                     if id(o) not in source_ids:
                         cotangents.pop(id(o), None)
-                g = tuple([np.zeros(o.shape, o.dtype) if g is None else g for o, g in zip(out, gs)])
+                zeros = _zero_view if spec.zero_views else np.zeros
+                g = tuple([zeros(o.shape, o.dtype) if g is None else g for o, g in zip(out, gs)])
             else:
                 g = cotangents.pop(id(out), None)
                 if g is None:

@@ -278,6 +278,10 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, bias=None
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy(), cells[-1].copy()), vjp
 
 
+# A layer returning only its last state leaves the sequence unread: its VJP sees that without scanning zeros.
+lstm._kgraph_primitive.zero_views = True
+
+
 @op
 @primitive(num_inputs=5)
 def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, bias=None, *, reset_after=True,

@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from kgraph.backend.autodiff import all_zero
 from kgraph.ops.kernels import compiled, threads
 from kgraph.ops.kernels.projection import bias_gradient, with_bias
 
@@ -281,7 +282,7 @@ def _vjp(st, cotangents):
     projection, hidden = st["projection"], st["hidden"]
     dtype, width = projection.dtype, projection.shape[2]
     u = width // 4
-    if not g_sequence.any():  # only the last states are read: no zeros to add at every step
+    if all_zero(g_sequence):  # only the last states are read: no zeros to add at every step
         g_sequence = None
     dh = np.array(g_h, dtype=dtype)
     dc = np.array(g_c, dtype=dtype)

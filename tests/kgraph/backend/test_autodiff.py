@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from kgraph import ops
-from kgraph.backend.autodiff import GradientTape, primitive, unbroadcast, value_and_grad
+from kgraph.backend.autodiff import GradientTape, all_zero, primitive, unbroadcast, value_and_grad
 from kgraph.backend.variable import Variable
 from tests.gradcheck import check_gradients, check_variable_gradients
 
@@ -382,6 +382,45 @@ def test_multi_output_primitive():
         _, m = _sum_and_max(x, 1)
     # The unused output's cotangent reaches the VJP as zeros.
     np.testing.assert_array_equal(tape.gradient(m, x), [[0, 1, 0], [1, 0, 0]])
+
+
+_PAIR_COTANGENTS = []
+
+
+@primitive(num_inputs=1)
+def _pair(x):
+    def vjp(gs):
+        _PAIR_COTANGENTS.append(gs)
+        return gs[0] + 2 * gs[1]
+
+    return (x * 1.0, x * 2.0), vjp
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_zero_views_give_an_unread_output_one_read_only_zero(views):
+    x = np.arange(6.0).reshape(2, 3)
+    _PAIR_COTANGENTS.clear()
+    _pair._kgraph_primitive.zero_views = views
+    try:
+        with GradientTape() as tape:
+            tape.watch(x)
+            first, _ = _pair(x)
+        np.testing.assert_array_equal(tape.gradient(first, x), np.ones((2, 3)))
+    finally:
+        _pair._kgraph_primitive.zero_views = False
+    (g_first, g_second), = _PAIR_COTANGENTS
+    np.testing.assert_array_equal(g_second, np.zeros((2, 3)))
+    assert g_second.shape == (2, 3) and g_second.dtype == x.dtype
+    # Without the flag a fresh writable array; with it one zero seen through strides of 0, read-only.
+    assert (g_second.strides == (0, 0) and not g_second.flags.writeable) is views
+
+
+def test_all_zero():
+    assert all_zero(np.zeros((3, 4))) and all_zero(np.broadcast_to(np.float32(0), (5, 6)))
+    assert all_zero(np.array([0.0, -0.0])) and all_zero(np.broadcast_to(np.float32(-0.0), (2, 2)))
+    assert all_zero(np.zeros((0, 3)))
+    assert not all_zero(np.broadcast_to(np.float32(np.nan), (5, 6))) and not all_zero(np.array([0.0, np.nan]))
+    assert not all_zero(np.broadcast_to(np.float64(1e-300), (4,))) and not all_zero(np.array([0.0, 0.0, 2.0]))
 
 
 @primitive(list_input=True)

@@ -191,3 +191,27 @@ def test_without_initial_h_the_last_product_is_skipped_and_the_rest_unchanged(mo
         runs.append([np.asarray(sequence), np.asarray(h), np.asarray(c)] + tape.gradient(loss, xs))
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("general", [False, True])
+@pytest.mark.parametrize("compiled_on", [False, True])
+def test_an_unread_sequence_gives_the_gradients_of_a_zero_cotangent(monkeypatch, general, compiled_on):
+    # Only h is read: the tape hands the VJP a read-only zero view for the sequence (no zeros written), and
+    # every cotangent equals a run whose sequence is read with zero weights, bit for bit.
+    if compiled_on:
+        pytest.importorskip("numba")
+        from kgraph.ops.kernels import compiled
+        compiled.kernels(compiled.LOAD_WORK)
+    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "1" if compiled_on else "0")
+    xs = _inputs(11, np.float32, batch=6, timesteps=5, units=4)
+    options = {"step_mask": np.random.default_rng(12).random((6, 5)) > 0.3}
+    runs = []
+    for read in (False, True):
+        with GradientTape() as tape, (_general_loop() if general else contextlib.nullcontext()):
+            tape.watch(xs)
+            sequence, h, c = ops.lstm(*xs, **options)
+            loss = ops.sum(h * h) + (ops.sum(sequence * np.zeros(sequence.shape, np.float32)) if read else 0.0)
+        runs.append(tape.gradient(loss, xs))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    assert np.abs(runs[0][0]).sum() > 0
