@@ -93,7 +93,9 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
           input needs a gradient (e.g. skip ``g @ w.T`` for a network's input);
         - a single-input op may return the cotangent alone instead of a tuple;
         - multiple outputs: return a tuple or list of arrays as the output; the
-          VJP then receives a tuple of cotangents, zeros for unused outputs.
+          VJP then receives a tuple of cotangents, zeros for unused outputs (with
+          ``op._kgraph_primitive.zero_views = True``, a read-only view of one zero
+          instead of a new array; ``all_zero`` tells it apart in one read).
     The VJP must not modify the cotangent it receives in place, and the output
     should be a new array (returning an input is tolerated: a view is recorded).
 
