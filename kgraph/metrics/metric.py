@@ -44,6 +44,8 @@ def divide_no_nan(numerator, denominator):
     """Elementwise ``numerator / denominator`` with 0 where the denominator is 0."""
     numerator = np.asarray(numerator, dtype=np.float64)
     denominator = np.asarray(denominator, dtype=np.float64)
+    if numerator.ndim == 0 and denominator.ndim == 0:  # a running mean's result, once a step: the same division
+        return np.asarray(numerator / denominator if denominator != 0 else 0.0, dtype=np.float64)
     out = np.zeros(np.broadcast(numerator, denominator).shape)
     np.divide(numerator, denominator, out=out, where=denominator != 0)
     return out

@@ -47,6 +47,19 @@ class Mean(Metric):
         self.count = self.add_variable(shape=(), initializer="zeros", dtype=self.dtype, name="count")
 
     def update_state(self, values, sample_weight=None):
+        if getattr(values, "ndim", None) == 0 and (sample_weight is None or getattr(sample_weight, "ndim", 1) == 0
+                                                   or type(sample_weight) in (int, float)):
+            # One value (a step's loss), weighed by a number or not: the same float64 arithmetic as below, without
+            # the reductions and broadcasts over arrays of one element.
+            value = to_numpy(values, np.float64)
+            if sample_weight is None:
+                count = 1
+            else:
+                count = to_numpy(sample_weight, np.float64)
+                value = value * count
+            self.total.assign(self.total.value + value)
+            self.count.assign(self.count.value + count)
+            return
         values, sample_weight = reduce_to_samplewise_values(values, sample_weight, np.mean)
         self.total.assign(self.total.value + np.sum(values))
         if sample_weight is not None:

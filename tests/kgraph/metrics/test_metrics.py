@@ -186,3 +186,44 @@ def test_get_names_and_serialization_and_pickle():
 def test_resolve_accuracy(y_true, y_pred, loss, expected):
     metric = metrics.resolve_accuracy("acc", y_true, y_pred, loss)
     assert type(metric) is expected and metric.name == "acc"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_mean_of_single_values_equals_the_general_reduction(monkeypatch, dtype):
+    # A step's loss (one value, weighed by the batch size or not) takes a shorter path: the same totals, bit for
+    # bit, as reducing it as an array (overflow to inf and NaN included).
+    from kgraph.metrics import reduction_metrics
+    from kgraph.metrics.reduction_metrics import Mean, reduce_to_samplewise_values
+    general_calls = []
+    monkeypatch.setattr(reduction_metrics, "reduce_to_samplewise_values",
+                        lambda *args: general_calls.append(args) or reduce_to_samplewise_values(*args))
+    rng = np.random.default_rng(0)
+    fast, general = Mean(dtype=dtype), Mean(dtype=dtype)
+    weights = [None, 128, 3.5, np.asarray(7, np.int64), np.asarray(0.25, np.float32), np.float32(2)]
+    with np.errstate(all="ignore"):
+        for i in range(120):
+            value = np.asarray(rng.standard_normal() * 10.0 ** rng.integers(-8, 8),
+                               dtype=["float32", "float64", "float16"][i % 3])
+            weight = weights[i % len(weights)]
+            fast.update_state(value, sample_weight=weight)
+            values, w = reduce_to_samplewise_values(value, weight, np.mean)
+            general.total.assign(general.total.value + np.sum(values))
+            general.count.assign(general.count.value + (np.sum(w) if w is not None else 1))
+            assert fast.total.value.tobytes() == general.total.value.tobytes()
+            assert fast.count.value.tobytes() == general.count.value.tobytes()
+    assert not general_calls  # every update above took the shorter path
+    fast.update_state(np.ones(3, dtype))  # an array still takes the general one
+    assert len(general_calls) == 1
+
+
+def test_divide_no_nan_of_two_numbers_equals_the_array_division():
+    from kgraph.metrics.metric import divide_no_nan
+    values = [0.0, -0.0, 1.0, -3.5, 1e-300, 1e300, np.inf, -np.inf, np.nan, 7, np.float32(0.1)]
+    with np.errstate(all="ignore"):
+        for a in values:
+            for b in values:
+                expected = np.zeros(())
+                np.divide(np.float64(a), np.float64(b), out=expected, where=np.float64(b) != 0)
+                got = divide_no_nan(a, b)
+                assert got.shape == () and got.dtype == np.float64 and got.tobytes() == expected.tobytes(), (a, b)
+    np.testing.assert_array_equal(divide_no_nan([1.0, 2.0], [0.0, 4.0]), [0.0, 0.5])
