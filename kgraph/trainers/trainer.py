@@ -547,16 +547,24 @@ class Trainer:
         return tree.map_structure(np.asarray, self.predict_step((self._standardize_x(x),)))
 
 
+# Attribute types that are never a Metric (exactly these types: a subclass is checked): most of a layer's attributes.
+_NOT_METRICS = frozenset([type(None), bool, int, float, str, bytes, dict, set, frozenset, np.ndarray])
+
+
 def _held_metrics(obj, skip=None):
     """The Metrics ``obj`` holds as attributes (alone or in a list), in assignment order."""
     metric = metrics_module.Metric
     found = []
     for value in vars(obj).values():
-        if isinstance(value, metric):
+        kind = type(value)
+        if kind in _NOT_METRICS:
+            continue  # read for every layer at every step: the plain values are passed over first
+        if kind is list or kind is tuple:
+            if value and isinstance(value[0], metric):
+                found.extend(m for m in value if isinstance(m, metric))
+        elif isinstance(value, metric):
             if value is not skip:
                 found.append(value)
-        elif type(value) in (list, tuple) and value and isinstance(value[0], metric):
-            found.extend(m for m in value if isinstance(m, metric))
     return found
 
 
