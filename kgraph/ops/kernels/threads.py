@@ -148,10 +148,9 @@ class Timing:
     threads may already use both cores well; so the choice is measured, not assumed: each way runs once to
     warm up (its first run pays one-time costs: the worker thread, BLAS's restart) and is then timed, the
     faster one is taken, and the other is retimed ``RETRY`` calls later. Each retime that finds the other way
-    slower by more than ``MARGIN`` doubles the wait before the next (up to ``MAX_RETRY`` calls); one that finds
-    it faster, or about as fast, brings the wait back to ``RETRY``: a retimed LSTM step ran 2-5 ms slower than
-    the chosen way, 1 % of every step's time when paid every sixteenth call, while ways within a few percent
-    of each other (the digits CNN's first convolution) cost little to retime and may swap with the machine's load. Each way counts as the fastest of its last ``WINDOW`` timed runs:
+    still slower doubles the wait before the next (up to ``MAX_RETRY`` calls); one that finds it faster brings
+    the wait back to ``RETRY``: a retimed LSTM step ran 2-5 ms slower than the chosen way, 1 % of every step's
+    time when paid every sixteenth call. Each way counts as the fastest of its last ``WINDOW`` timed runs:
     other work on a shared machine only ever adds time, and an average of two runs let one slow run pick the
     slower way for the next sixteen calls (an LSTM step 1.6 ms slower). The chosen way is timed on every call,
     so a lasting slowdown of it still switches ways at once.
@@ -159,7 +158,6 @@ class Timing:
 
     RETRY = 16
     MAX_RETRY = 256
-    MARGIN = 0.1
     WINDOW = 4
 
     def __init__(self):
@@ -184,10 +182,8 @@ class Timing:
                 return split
         faster = seconds[True] <= seconds[False]
         if self.retried is not None:
-            # The retimed way lost by more than MARGIN: wait twice as long before the next retime; it won or came
-            # close (a retime then costs little, and the choice may well flip): retime again RETRY calls later.
-            lost = seconds[self.retried] > seconds[not self.retried] * (1 + self.MARGIN)
-            self.interval = min(2 * self.interval, self.MAX_RETRY) if lost else self.RETRY
+            # The retimed way won: retime soon again; it lost: wait twice as long before the next retime.
+            self.interval = self.RETRY if self.retried == faster else min(2 * self.interval, self.MAX_RETRY)
             self.next_retry = self.steps - 1 + self.interval
             self.retried = None
         if self.steps >= self.next_retry:
