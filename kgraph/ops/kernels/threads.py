@@ -147,26 +147,18 @@ class Timing:
     Two threads pay on two free cores and lose where the cores are busy with other work, and BLAS's own
     threads may already use both cores well; so the choice is measured, not assumed: each way runs once to
     warm up (its first run pays one-time costs: the worker thread, BLAS's restart) and is then timed, the
-    faster one is taken, and the other is retimed ``RETRY`` calls later. Each retime that finds the other way
-    still slower doubles the wait before the next (up to ``MAX_RETRY`` calls); one that finds it faster brings
-    the wait back to ``RETRY``: a retimed LSTM step ran 2-5 ms slower than the chosen way, 1 % of every step's
-    time when paid every sixteenth call. Each way counts as the fastest of its last ``WINDOW`` timed runs:
-    other work on a shared machine only ever adds time, and an average of two runs let one slow run pick the
-    slower way for the next sixteen calls (an LSTM step 1.6 ms slower). The chosen way is timed on every call,
-    so a lasting slowdown of it still switches ways at once.
+    faster one is taken, and every ``RETRY``-th call retimes the other. Each way counts as the fastest of its
+    last ``WINDOW`` timed runs: other work on a shared machine only ever adds time, and an average of two
+    runs let one slow run pick the slower way for the next sixteen calls (an LSTM step 1.6 ms slower).
     """
 
     RETRY = 16
-    MAX_RETRY = 256
     WINDOW = 4
 
     def __init__(self):
         self.recent = {True: [], False: []}  # each way's last timed runs, oldest first
         self.runs = {True: 0, False: 0}
         self.steps = 0
-        self.interval = self.RETRY  # calls from one retime of the slower way to the next
-        self.next_retry = self.RETRY
-        self.retried = None  # the way the last retime ran, until the next call has judged it
 
     @property
     def seconds(self):
@@ -181,15 +173,7 @@ class Timing:
             if seconds[split] is None:
                 return split
         faster = seconds[True] <= seconds[False]
-        if self.retried is not None:
-            # The retimed way won: retime soon again; it lost: wait twice as long before the next retime.
-            self.interval = self.RETRY if self.retried == faster else min(2 * self.interval, self.MAX_RETRY)
-            self.next_retry = self.steps - 1 + self.interval
-            self.retried = None
-        if self.steps >= self.next_retry:
-            self.retried = not faster
-            return not faster
-        return faster
+        return not faster if self.steps % self.RETRY == 0 else faster
 
     def record(self, split, seconds):
         self.runs[split] += 1
