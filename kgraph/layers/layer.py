@@ -381,8 +381,11 @@ class Layer(Operation):
     def __call__(self, *args, **kwargs):
         if not args:
             args, kwargs = self._input_from_keywords(kwargs)
-        symbolic = any(isinstance(t, KerasTensor)
-                       for t in tree.flatten(args[0] if len(args) == 1 and not kwargs else [list(args), kwargs]))
+        if len(args) == 1 and not kwargs and isinstance(args[0], np.ndarray):
+            symbolic = False  # one array: the eager call of a model's layers, at every step
+        else:
+            symbolic = any(isinstance(t, KerasTensor)
+                           for t in tree.flatten(args[0] if len(args) == 1 and not kwargs else [list(args), kwargs]))
         assert_input_compatibility(self.input_spec, args[0], self.name)
         if "training" in kwargs and not self._call_accepts_training:
             kwargs = {k: v for k, v in kwargs.items() if k != "training"}
@@ -424,7 +427,10 @@ class Layer(Operation):
             previous, extra = masking.mask_arguments(self, args, kwargs, masking.keras_mask)
         if extra:
             kwargs = {**kwargs, **extra}
-        args = (tree.map_structure(self._convert_input, args[0]),) + args[1:]
+        first = args[0]
+        first = self._convert_input(first) if isinstance(first, np.ndarray) else tree.map_structure(
+            self._convert_input, first)
+        args = (first,) + args[1:]
         self._maybe_build(args)
         outermost = _call_depth[0] == 0
         if outermost:
