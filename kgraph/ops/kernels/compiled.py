@@ -94,5 +94,9 @@ def flat(*arrays):
 def usable(*arrays):
     """Whether a kernel may take these arrays (None: an unused slot): C-contiguous, one float32 or float64 dtype."""
     dtype = arrays[0].dtype
-    return dtype.kind == "f" and dtype.itemsize in (4, 8) and all(
-        a is None or (a.dtype == dtype and a.flags.c_contiguous) for a in arrays)
+    if dtype.kind != "f" or dtype.itemsize not in (4, 8):
+        return False
+    for a in arrays:  # a loop, not all() over a generator: called for every variable at every step
+        if a is not None and (a.dtype != dtype or not a.flags.c_contiguous):
+            return False
+    return True
