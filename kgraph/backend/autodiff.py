@@ -28,7 +28,7 @@ from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
 
-__all__ = ["GradientTape", "all_zero", "primitive", "value_and_grad", "unbroadcast", "is_recording", "on_tape"]
+__all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_recording", "on_tape"]
 
 # Tapes currently recording, in any thread. A plain list keeps the no-tape check
 # of every op as cheap as possible; each tape remembers its thread, so ops run
@@ -93,9 +93,7 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
           input needs a gradient (e.g. skip ``g @ w.T`` for a network's input);
         - a single-input op may return the cotangent alone instead of a tuple;
         - multiple outputs: return a tuple or list of arrays as the output; the
-          VJP then receives a tuple of cotangents, zeros for unused outputs (with
-          ``op._kgraph_primitive.zero_views = True``, a read-only view of one zero
-          instead of a new array; ``all_zero`` tells it apart in one read).
+          VJP then receives a tuple of cotangents, zeros for unused outputs.
     The VJP must not modify the cotangent it receives in place, and the output
     should be a new array (returning an input is tolerated: a view is recorded).
 
@@ -193,9 +191,9 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
 
 
 class _OpSpec:
-    """What the recording path needs to know about a primitive."""
+    """What the recording path needs to know about a primitive (``zeros`` makes an unread output's cotangent)."""
 
-    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults", "public", "linear", "rule", "zero_views")
+    __slots__ = ("fn", "name", "num_inputs", "list_input", "defaults", "public", "linear", "rule", "zeros")
 
     def __init__(self, fn, name, num_inputs, list_input, defaults):
         self.public = None
@@ -203,9 +201,7 @@ class _OpSpec:
         # ``rule(g, out, *inputs, *config, **kwargs)`` for a VJP written with ops (so that it is recorded).
         self.linear = False
         self.rule = None
-        # A multi-output op whose VJP takes a read-only view of one zero for an output nothing read (set by the
-        # op's module): no zeros the size of that output are written, and the VJP can tell it was not read.
-        self.zero_views = False
+        self.zeros = np.zeros  # or cotangents.zero_view, where an op's module opts in (see there)
         self.fn = fn
         self.name = name
         self.num_inputs = num_inputs
@@ -316,18 +312,6 @@ def on_tape(x):
         tape._records.append(record)
         tape._tracked[id(view)] = view
     return view
-
-
-def _zero_view(shape, dtype):
-    """A read-only array of ``shape`` whose every element is one zero (all strides 0)."""
-    return np.broadcast_to(np.zeros((), dtype), shape)
-
-
-def all_zero(g):
-    """Whether every element of ``g`` is zero (NaN is not); one read for an array of all strides 0."""
-    if g.size and not any(g.strides):
-        return not g[(0,) * g.ndim]
-    return not g.any()
 
 
 def _identity_vjp(g):
@@ -551,8 +535,7 @@ class GradientTape:
                 for o in out:
                     if id(o) not in source_ids:
                         cotangents.pop(id(o), None)
-                zeros = _zero_view if spec.zero_views else np.zeros
-                g = tuple([zeros(o.shape, o.dtype) if g is None else g for o, g in zip(out, gs)])
+                g = tuple([spec.zeros(o.shape, o.dtype) if g is None else g for o, g in zip(out, gs)])
             else:
                 g = cotangents.pop(id(out), None)
                 if g is None:

@@ -1,4 +1,5 @@
-"""Cotangents: the seeds of a gradient, and a broadcast cotangent summed back to its input's shape."""
+"""Cotangents: the seeds of a gradient, a broadcast cotangent summed back to its input's shape, and the zero
+view an op may take for an output nothing read."""
 import numpy as np
 
 from kgraph.backend.tape_array import TapeArray
@@ -45,3 +46,19 @@ def seed_cotangents(targets, seeds, relevant):
         prev = cotangents.get(id(t))
         cotangents[id(t)] = seed if prev is None else prev + seed
     return cotangents
+
+
+def zero_view(shape, dtype):
+    """A read-only array of ``shape`` whose every element is one zero (all strides 0).
+
+    A multi-output op whose VJP accepts it for an output nothing read sets ``op._kgraph_primitive.zeros =
+    zero_view``: no zeros the size of that output are written, and ``all_zero`` tells the VJP in one read.
+    """
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+def all_zero(g):
+    """Whether every element of ``g`` is zero (NaN is not); one read for an array of all strides 0."""
+    if g.size and not any(g.strides):
+        return not g[(0,) * g.ndim]
+    return not g.any()

@@ -9,7 +9,7 @@ from kgraph.backend import autodiff as _autodiff
 from kgraph.backend.name_scope import layer_scope, weight_path
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
-from kgraph.graph.node import Node
+from kgraph.graph.node import Node, _unique
 from kgraph.graph.operation import Operation
 from kgraph.layers import mask_propagation as masking
 from kgraph.layers.input_spec import assert_input_compatibility
@@ -563,15 +563,6 @@ def _pack_shapes(structure, it):
         filled = {k: _pack_shapes(structure[k], it) for k in sorted(structure)}
         return {k: filled[k] for k in structure}
     return type(structure)(_pack_shapes(s, it) for s in structure)
-
-
-def _unique(items):
-    seen, out = set(), []
-    for item in items:
-        if id(item) not in seen:
-            seen.add(id(item))
-            out.append(item)
-    return out
 
 
 def _assign_own(layer, variables, store, exact=True):

@@ -12,6 +12,7 @@ returns them.
 import numpy as np
 
 from kgraph.backend.autodiff import primitive
+from kgraph.backend.cotangents import zero_view
 from kgraph.ops import gate_activations
 from kgraph.ops.kernels import gru as gru_kernel
 from kgraph.ops.kernels import lstm as lstm_kernel
@@ -279,7 +280,7 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, bias=None
 
 
 # A layer returning only its last state leaves the sequence unread: its VJP sees that without scanning zeros.
-lstm._kgraph_primitive.zero_views = True
+lstm._kgraph_primitive.zeros = zero_view
 
 
 @op

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from kgraph.backend.autodiff import all_zero
+from kgraph.backend.cotangents import all_zero
 from kgraph.ops.kernels import compiled, threads
 from kgraph.ops.kernels.projection import bias_gradient, with_bias
 

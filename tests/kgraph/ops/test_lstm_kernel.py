@@ -168,16 +168,21 @@ def test_a_bias_of_the_wrong_shape_is_named():
         ops.lstm(projection, kernel, bias=np.zeros(7, np.float32))
 
 
+def _compiled_kernels(monkeypatch, on):
+    """The compiled kernels on (numba loaded, skipping without it) or off for the rest of the test."""
+    if on:
+        pytest.importorskip("numba")
+        from kgraph.ops.kernels import compiled
+        compiled.kernels(compiled.LOAD_WORK)  # these arrays are too small to load numba themselves
+    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "1" if on else "0")
+
+
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("compiled_on", [False, True])
 def test_without_initial_h_the_last_product_is_skipped_and_the_rest_unchanged(monkeypatch, masked, compiled_on):
     # Without initial_h nobody reads its cotangent, so BPTT skips the first step's product: every other
     # output and cotangent (initial_c's included) equals a run given zeros as initial_h, bit for bit.
-    if compiled_on:
-        pytest.importorskip("numba")
-        from kgraph.ops.kernels import compiled
-        compiled.kernels(compiled.LOAD_WORK)
-    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "1" if compiled_on else "0")
+    _compiled_kernels(monkeypatch, compiled_on)
     projection, kernel, _, c0 = _inputs(6, np.float32, batch=6, timesteps=5, units=4)
     options = {"step_mask": np.random.default_rng(9).random((6, 5)) > 0.3} if masked else {}
     weights = np.random.default_rng(10).standard_normal((6, 5, 4))
@@ -198,11 +203,7 @@ def test_without_initial_h_the_last_product_is_skipped_and_the_rest_unchanged(mo
 def test_an_unread_sequence_gives_the_gradients_of_a_zero_cotangent(monkeypatch, general, compiled_on):
     # Only h is read: the tape hands the VJP a read-only zero view for the sequence (no zeros written), and
     # every cotangent equals a run whose sequence is read with zero weights, bit for bit.
-    if compiled_on:
-        pytest.importorskip("numba")
-        from kgraph.ops.kernels import compiled
-        compiled.kernels(compiled.LOAD_WORK)
-    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "1" if compiled_on else "0")
+    _compiled_kernels(monkeypatch, compiled_on)
     xs = _inputs(11, np.float32, batch=6, timesteps=5, units=4)
     options = {"step_mask": np.random.default_rng(12).random((6, 5)) > 0.3}
     runs = []
