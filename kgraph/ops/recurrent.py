@@ -279,8 +279,6 @@ def lstm(projection, recurrent_kernel, initial_h=None, initial_c=None, bias=None
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy(), cells[-1].copy()), vjp
 
 
-# A layer returning only its last state leaves the sequence unread: its VJP sees that without scanning zeros.
-lstm._kgraph_primitive.zeros = zero_view
 
 
 @op
@@ -422,6 +420,10 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, bias=
         return cts + (None if bias is None else projection_bias.bias_gradient(cts[0]),)
 
     return (_sequence(hidden, keep, zero_output_for_mask), hidden[-1].copy()), vjp_with_bias
+
+
+# A layer returning only its last state leaves the sequence unread: the VJPs see that without scanning zeros.
+lstm._kgraph_primitive.zeros = gru._kgraph_primitive.zeros = zero_view
 
 
 def _gru_gradients(product, hidden, d_pre, d_recurrent, dh, recurrent_bias, initial_h, go_backwards):

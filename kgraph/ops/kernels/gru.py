@@ -10,6 +10,7 @@ element. Each step's product runs on the whole batch, as in the loop.
 """
 import numpy as np
 
+from kgraph.backend.cotangents import all_zero
 from kgraph.ops.kernels import compiled
 
 __all__ = ["applies", "run"]
@@ -67,7 +68,8 @@ def vjp(fused, cotangents, recurrent_kernel, gates, kept, hidden, keep, steps, z
     timesteps, batch, width = gates.shape
     u = width // 3
     dtype = gates.dtype
-    sequence = np.ascontiguousarray(g_sequence, dtype=dtype)
+    # Only the last state read (the tape's zero view, or zeros): no sequence cotangent to add at every step.
+    sequence = np.empty((batch, 0, u), dtype) if all_zero(g_sequence) else np.ascontiguousarray(g_sequence, dtype)
     masks = np.empty((0, 0), dtype) if keep is None else np.ascontiguousarray(keep[..., 0])
     d_pre = np.empty_like(gates)
     d_recurrent = np.empty((timesteps, batch, width), dtype=dtype)
