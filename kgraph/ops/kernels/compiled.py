@@ -16,10 +16,11 @@ kernel call with at least ``LOAD_WORK`` elements (never by ``import kgraph``, by
 inference, or by small models).
 """
 import importlib
-import os
 import threading
 
 import numpy as np
+
+from kgraph.ops.kernels import environment
 
 __all__ = ["LOAD_WORK", "VARIABLE", "constants", "flat", "kernels", "loaded", "usable"]
 
@@ -38,7 +39,7 @@ _setting = [None, True]  # the variable's last value, and what it meant
 
 
 def _wanted():
-    value = os.environ.get(VARIABLE)
+    value = environment.read(VARIABLE)
     if value != _setting[0]:
         if value is not None and value.strip().lower() not in _ON:
             raise ValueError(f"{VARIABLE}={value!r}: expected 1 (compiled kernels where numba is installed) or 0 "

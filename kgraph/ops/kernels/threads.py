@@ -21,6 +21,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from kgraph.ops.kernels import environment
+
 __all__ = ["Timing", "can_split", "cores", "in_halves", "worker"]
 
 # OpenBLAS's spin before its threads sleep, as a power of two of CPU cycles (see the module docstring).
@@ -100,7 +102,7 @@ def cores():
     heap (glibc gives each thread that allocates its own arena) or BLAS buffers join the process's memory: the
     digits CNN's training step peaks at 93 MiB instead of 109, at about 1.15x its time.
     """
-    value = os.environ.get(THREADS_VARIABLE)
+    value = environment.read(THREADS_VARIABLE)
     if value is not None:
         if not value.strip().isdigit() or int(value) < 1:
             raise ValueError(f"{THREADS_VARIABLE}={value!r}: expected a whole number of threads, 1 or more")
