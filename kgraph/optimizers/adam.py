@@ -41,8 +41,24 @@ class Adam(Optimizer):
         return learning_rate * math.sqrt(1.0 - self.beta_2**t) / (1.0 - self.beta_1**t)
 
     def update_step(self, gradient, value, slots, learning_rate, scratch):
-        m, v = slots[0], slots[1]
+        self._update_with(gradient, value, slots, self._alpha(learning_rate), scratch)
+
+    def _update_jobs(self, jobs, learning_rate):
+        """Every variable of the step with the step's one ``alpha`` (``update_step`` computes it per variable)."""
+        if type(self).update_step is not Adam.update_step:  # a subclass's own update: called per variable
+            return super()._update_jobs(jobs, learning_rate)
         alpha = self._alpha(learning_rate)
+        fused = None if self.amsgrad else compiled.kernels(max(job[1].size for job in jobs))
+        for gradient, value, slots, scratch in jobs:
+            m, v = slots[0], slots[1]
+            constants = None if fused is None else self._constants(alpha, value.dtype)
+            if constants is not None and compiled.usable(value, gradient, m, v):
+                fused.adam(value.reshape(-1), gradient.reshape(-1), m.reshape(-1), v.reshape(-1), *constants)
+            else:
+                self._update_with(gradient, value, slots, alpha, scratch)
+
+    def _update_with(self, gradient, value, slots, alpha, scratch):
+        m, v = slots[0], slots[1]
         if not self.amsgrad and self._fused(gradient, value, m, v, alpha):
             return
         np.subtract(gradient, m, out=scratch)
@@ -74,16 +90,21 @@ class Adam(Optimizer):
         fused = compiled.kernels(value.size)
         if fused is None or not compiled.usable(value, gradient, m, v):
             return False
-        # The same for every variable of a step and dtype: cast once (a few microseconds per variable).
-        key = (alpha, value.dtype, self.beta_1, self.beta_2, self.epsilon)
+        constants = self._constants(alpha, value.dtype)
+        if constants is None:
+            return False
+        fused.adam(*compiled.flat(value, gradient, m, v), *constants)
+        return True
+
+    def _constants(self, alpha, dtype):
+        """``(1 - beta_1, 1 - beta_2, alpha, epsilon)`` cast for the compiled loop (None where they cannot be),
+        once per step and dtype (a few microseconds per variable otherwise)."""
+        key = (alpha, dtype, self.beta_1, self.beta_2, self.epsilon)
         cached = getattr(self, "_cast_constants", None)
         if cached is None or cached[0] != key:
             cached = self._cast_constants = (key, compiled.constants(
-                value.dtype, 1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon))
-        if cached[1] is None:
-            return False
-        fused.adam(*compiled.flat(value, gradient, m, v), *cached[1])
-        return True
+                dtype, 1.0 - self.beta_1, 1.0 - self.beta_2, alpha, self.epsilon))
+        return cached[1]
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,

@@ -33,8 +33,7 @@ def _validate_learning_rate(learning_rate):
     if isinstance(learning_rate, (bool, str)) or not np.isscalar(learning_rate) and np.ndim(learning_rate) != 0:
         raise ValueError(
             "Argument `learning_rate` should be a float, a LearningRateSchedule, or a callable "
-            f"taking no arguments. Received: learning_rate={learning_rate!r}"
-        )
+            f"taking no arguments. Received: learning_rate={learning_rate!r}")
     return float(learning_rate)
 
 
@@ -122,8 +121,7 @@ class Optimizer:
         if sum(arg is not None for arg in (clipnorm, clipvalue, global_clipnorm)) > 1:
             raise ValueError(
                 "Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. "
-                f"Received: clipnorm={clipnorm}, clipvalue={clipvalue}, global_clipnorm={global_clipnorm}"
-            )
+                f"Received: clipnorm={clipnorm}, clipvalue={clipvalue}, global_clipnorm={global_clipnorm}")
         self.name = name or _snake_case(type(self).__name__)
         self.weight_decay = weight_decay
         self.clipnorm = clipnorm
@@ -402,8 +400,7 @@ class Optimizer:
         if len(grads) != len(trainable_variables):
             raise ValueError(
                 f"Expected one gradient per variable. Received {len(grads)} gradients "
-                f"for {len(trainable_variables)} variables."
-            )
+                f"for {len(trainable_variables)} variables.")
         if not grads:
             return
         self.build(trainable_variables)
@@ -438,11 +435,15 @@ class Optimizer:
             jobs.append((gradient, value, [None if s[i] is None else s[i].value for s in slot_lists], scratch))
         self._prepare_step(learning_rate)
         if self._elementwise():
-            update_parallel.run(self.update_step, jobs, learning_rate, self._update_timing,
+            update_parallel.run(self._update_jobs, jobs, learning_rate, self._update_timing,
                                 self._fused_update(max(job[1].size for job in jobs)))
         else:
-            for gradient, value, slots, scratch in jobs:
-                self.update_step(gradient, value, slots, learning_rate, scratch)
+            self._update_jobs(jobs, learning_rate)
+
+    def _update_jobs(self, jobs, learning_rate):
+        """``update_step`` of each job ``(gradient, value, slots, scratch)`` (an optimizer may take them at once)."""
+        for gradient, value, slots, scratch in jobs:
+            self.update_step(gradient, value, slots, learning_rate, scratch)
 
     def _finish_step(self, trainable_variables):
         """Moving averages, constraints and the step count, after every step (an accumulating one included)."""
@@ -539,8 +540,7 @@ class Optimizer:
         if gradient.shape != tuple(variable.shape):
             raise ValueError(
                 f"Gradient for variable '{getattr(variable, 'path', variable.name)}' has shape "
-                f"{gradient.shape}, expected the variable's shape {tuple(variable.shape)}."
-            )
+                f"{gradient.shape}, expected the variable's shape {tuple(variable.shape)}.")
         value = getattr(variable, "value", None)
         dtype = value.dtype if isinstance(value, np.ndarray) else np.dtype(variable.dtype)
         if gradient.dtype != dtype:

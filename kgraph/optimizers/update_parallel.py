@@ -46,29 +46,24 @@ def _split(jobs):
     return worker, own
 
 
-def _run_all(update_step, jobs, learning_rate):
-    for gradient, value, slots, scratch in jobs:
-        update_step(gradient, value, slots, learning_rate, scratch)
-
-
-def run(update_step, jobs, learning_rate, timing=None, fused=False):
-    """Apply ``update_step(gradient, value, slots, learning_rate, scratch)`` to every job, in two threads
-    when the jobs are large enough and ``timing`` (a ``threads.Timing``; None: always) finds that faster.
-    ``fused``: the update runs as a compiled loop (the larger threshold, ``FUSED_SPLIT_ELEMENTS``)."""
+def run(update_jobs, jobs, learning_rate, timing=None, fused=False):
+    """Apply ``update_jobs(jobs, learning_rate)`` (each job ``(gradient, value, slots, scratch)``) to every job, in
+    two threads when the jobs are large enough and ``timing`` (a ``threads.Timing``; None: always) finds that
+    faster. ``fused``: the update runs as a compiled loop (the larger threshold, ``FUSED_SPLIT_ELEMENTS``)."""
     least = FUSED_SPLIT_ELEMENTS if fused else SPLIT_ELEMENTS
     if sum(job[1].size for job in jobs) < least or threads.cores() < 2:
-        _run_all(update_step, jobs, learning_rate)
+        update_jobs(jobs, learning_rate)
         return
     split = timing is None or timing.choose()
     start = time.perf_counter()
     worker_jobs, own_jobs = _split(jobs) if split else ([], jobs)
     if worker_jobs:
-        pending = threads.worker().submit(_run_all, update_step, worker_jobs, learning_rate)
+        pending = threads.worker().submit(update_jobs, worker_jobs, learning_rate)
         try:
-            _run_all(update_step, own_jobs, learning_rate)
+            update_jobs(own_jobs, learning_rate)
         finally:
             pending.result()
     else:
-        _run_all(update_step, own_jobs, learning_rate)
+        update_jobs(own_jobs, learning_rate)
     if timing is not None:
         timing.record(split, time.perf_counter() - start)
