@@ -157,17 +157,18 @@ def _picked_crossentropy(y_pred, labels, axis, eps):
     gradients with one tape record instead of seven and no (batch, classes) temporaries but the gradient.
     """
     total = np.sum(y_pred, axis=axis, keepdims=True)
-    index = np.expand_dims(labels, axis)
     # (batch, classes) with the classes last, the common case: plain indexing in place of NumPy's *_along_axis,
     # which build index arrays in Python (the same entries either way).
     rows = np.arange(y_pred.shape[0]) if y_pred.ndim == 2 and axis in (-1, 1) else None
+    index = None if rows is not None else np.expand_dims(labels, axis)
     picked = y_pred[rows, labels][:, None] if rows is not None else np.take_along_axis(y_pred, index, axis)
     ratio = picked / total
-    clipped = np.clip(ratio, eps, 1.0 - eps)
+    # np.clip's values (a NaN stays NaN) without its Python wrappers: called at every training step.
+    clipped = np.minimum(np.maximum(ratio, eps), 1.0 - eps)
     loss = np.negative(np.log(clipped))
 
     def vjp(g):
-        d_ratio = np.negative(np.expand_dims(g, axis)) / clipped
+        d_ratio = np.negative(g[:, None] if rows is not None else np.expand_dims(g, axis)) / clipped
         # The clip passes the gradient inside [eps, 1 - eps], bounds included (as ops.clip).
         d_ratio[(ratio < eps) | (np.maximum(ratio, eps) > 1.0 - eps)] = 0
         # ratio = y_pred / total: d y_pred = d_ratio / total at the label, d total = -d_ratio * ratio / total.
