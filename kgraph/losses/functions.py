@@ -170,9 +170,11 @@ def _picked_crossentropy(y_pred, labels, axis, eps):
     def vjp(g):
         d_ratio = np.negative(g[:, None] if rows is not None else np.expand_dims(g, axis)) / clipped
         # The clip passes the gradient inside [eps, 1 - eps], bounds included (as ops.clip).
-        d_ratio[(ratio < eps) | (np.maximum(ratio, eps) > 1.0 - eps)] = 0
+        d_ratio = np.where((ratio < eps) | (np.maximum(ratio, eps) > 1.0 - eps), 0, d_ratio)
         # ratio = y_pred / total: d y_pred = d_ratio / total at the label, d total = -d_ratio * ratio / total.
-        d_pred = np.broadcast_to(-d_ratio * ratio / total, y_pred.shape).copy()
+        d_total = -d_ratio * ratio / total
+        d_pred = np.empty(y_pred.shape, dtype=d_total.dtype)
+        d_pred[...] = d_total  # broadcast along the classes
         if rows is not None:
             d_pred[rows, labels] = d_pred[rows, labels] + (d_ratio / total)[:, 0]
         else:
