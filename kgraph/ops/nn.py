@@ -38,8 +38,12 @@ def _relu_kernels(*arrays):
     """The compiled kernels where numba is loaded already (a relu never loads it) and they take ``arrays``
     (ndarrays of one shape and float dtype, C-contiguous, at least ``_COMPILED_RELU_MIN`` elements); else None."""
     fused = compiled.loaded()
-    if fused is None or not all(type(a) is np.ndarray and a.shape == arrays[0].shape for a in arrays):
+    if fused is None:
         return None
+    shape = arrays[0].shape
+    for a in arrays:  # a loop, not all() over a generator: two calls at every step of every relu layer
+        if type(a) is not np.ndarray or a.shape != shape:
+            return None
     return fused if arrays[0].size >= _COMPILED_RELU_MIN and compiled.usable(*arrays) else None
 
 
