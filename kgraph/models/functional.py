@@ -237,7 +237,10 @@ class Functional(Model):
                     if mask is not None:
                         masks[id(t)] = mask
             else:
-                result = layer(*args, **kwargs)
+                direct = layer._direct_call  # a layer's shortcut past the generic call, where it has one
+                result = direct(args[0]) if direct is not None and len(args) == 1 and not kwargs else None
+                if result is None:
+                    result = layer(*args, **kwargs)
             if len(node.output_tensors) == 1 and not tree.is_nested(node.outputs):
                 values[id(node.output_tensors[0])] = result
             else:
