@@ -17,6 +17,7 @@ from kgraph.utils import naming
 
 _REGISTRY = {}
 _call_depth = [0]
+_FLAGS = frozenset([bool, type(None), int, float, str])  # keyword values that cannot hold a KerasTensor
 # Set while a model file is rebuilt: it counts each weight against what the file holds before it is allocated.
 weight_budget = contextvars.ContextVar("weight_budget", default=None)
 
@@ -383,8 +384,8 @@ class Layer(Operation):
     def __call__(self, *args, **kwargs):
         if not args:
             args, kwargs = self._input_from_keywords(kwargs)
-        if len(args) == 1 and not kwargs and isinstance(args[0], np.ndarray):
-            symbolic = False  # one array: the eager call of a model's layers, at every step
+        if len(args) == 1 and isinstance(args[0], np.ndarray) and all(type(v) in _FLAGS for v in kwargs.values()):
+            symbolic = False  # one array (and flags such as training=): a model's eager call, at every step
         else:
             symbolic = any(isinstance(t, KerasTensor)
                            for t in tree.flatten(args[0] if len(args) == 1 and not kwargs else [list(args), kwargs]))

@@ -190,7 +190,7 @@ class Functional(Model):
             if len(shape) != len(t.shape) or any(e is not None and e != a for e, a in zip(t.shape, shape)):
                 raise ValueError(f"Input '{name}' of model '{self.name}' is incompatible with the model: "
                                  f"expected shape={t.shape}, found shape={shape}")
-            if x.dtype.name != t.dtype:
+            if x.dtype != t.dtype and x.dtype.name != t.dtype:  # equal dtypes first: `.name` costs 2 µs
                 wanted = np.dtype(t.dtype)
                 if np.issubdtype(wanted, np.integer) and np.issubdtype(x.dtype, np.floating) \
                         and not np.all(np.mod(x, 1) == 0):
