@@ -27,6 +27,8 @@ class Operation:
 
     _call_accepts_training = False
     _call_accepts_mask = False
+    # ``_direct_call(x)``: a layer's own shortcut when a Functional model's step runs it (see Dense), or None.
+    _direct_call = None
     _call_mask_arguments = ()
     supports_masking = False
 

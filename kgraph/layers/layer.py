@@ -50,8 +50,6 @@ class Layer(Operation):
     _spec_arguments = None  # compute_output_spec's keyword names; None: it takes any
     # Layers that pass a mask through unchanged set this (Keras's supports_masking=True in __init__).
     _masking = False
-    # ``_direct_call(x)``: a layer's own shortcut for a Functional model's step (see Dense), or None.
-    _direct_call = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
