@@ -77,3 +77,18 @@ def test_direct_calls_are_taken_only_where_nothing_else_applies():
     with pytest.raises(ValueError, match="incompatible|expected"):
         model = kgraph.Sequential([kgraph.Input(shape=(4,)), layers.Dense(3)])
         model(np.ones((2, 5), "float32"))
+
+
+def test_a_call_replaced_on_the_instance_is_honoured():
+    kgraph.utils.set_random_seed(0)
+    model = _model("plain")
+    dense = model.layers[1]
+    seen = []
+    original = dense.call
+
+    def spy(inputs):
+        seen.append(inputs.shape)
+        return original(inputs)
+    dense.call = spy
+    model(np.ones((2, 6), "float32"))
+    assert seen == [(2, 6)]
