@@ -202,9 +202,9 @@ def breakdown(model, rounds):
     import time
 
     import train_throughput as tt
+    from framework_overhead import PHASES, kgraph_step
 
     import kgraph
-    from kgraph.backend.autodiff import GradientTape
     entry = tt.MODELS[model]
     x, y = entry["data"](BATCH)
     kgraph.utils.set_random_seed(0)
@@ -213,20 +213,11 @@ def breakdown(model, rounds):
     net.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
     step, products = kgraph_steps(model, 8), floor_steps(model, 1)
     parts = {"forward": [], "loss": [], "gradient": [], "optimizer": [], "fit step": [], "floor": []}
+    seconds = {phase: [] for phase in PHASES}
     for _ in range(rounds):
-        marks = [time.perf_counter()]
-        with GradientTape() as tape:
-            y_pred = net(x, training=True)
-            marks.append(time.perf_counter())
-            loss = net.compute_loss(x, y, y_pred)
-        marks.append(time.perf_counter())
-        variables = net.trainable_weights
-        grads = tape.gradient(loss, variables)
-        marks.append(time.perf_counter())
-        net.optimizer.apply(grads, variables)
-        marks.append(time.perf_counter())
-        for name, start, end in zip(parts, marks, marks[1:]):
-            parts[name].append((end - start) * 1000)
+        kgraph_step(net, x, y, seconds)
+        for phase in PHASES:
+            parts[phase].append(seconds[phase][-1] * 1000)
         start = time.perf_counter()
         step()
         parts["fit step"].append((time.perf_counter() - start) * 1000 / 8)
