@@ -50,16 +50,13 @@ class Adam(Optimizer):
         alpha = self._alpha(learning_rate)
         fused = None if self.amsgrad else compiled.kernels(max(job[1].size for job in jobs))
         for gradient, value, slots, scratch in jobs:
-            m, v = slots[0], slots[1]
-            constants = None if fused is None else self._constants(alpha, value.dtype)
-            if constants is not None and compiled.usable(value, gradient, m, v):
-                fused.adam(value.reshape(-1), gradient.reshape(-1), m.reshape(-1), v.reshape(-1), *constants)
-            else:
-                self._update_with(gradient, value, slots, alpha, scratch)
+            self._update_with(gradient, value, slots, alpha, scratch, fused)
 
-    def _update_with(self, gradient, value, slots, alpha, scratch):
+    def _update_with(self, gradient, value, slots, alpha, scratch, fused=False):
+        """The update with this step's ``alpha``; ``fused``: the compiled kernels looked up for the step (None:
+        NumPy), or False to look them up for this variable."""
         m, v = slots[0], slots[1]
-        if not self.amsgrad and self._fused(gradient, value, m, v, alpha):
+        if not self.amsgrad and self._fused(gradient, value, m, v, alpha, fused):
             return
         np.subtract(gradient, m, out=scratch)
         scratch *= 1.0 - self.beta_1
@@ -81,13 +78,14 @@ class Adam(Optimizer):
     def _fused_update(self, largest):
         return not self.amsgrad and compiled.kernels(largest) is not None
 
-    def _fused(self, gradient, value, m, v, alpha):
+    def _fused(self, gradient, value, m, v, alpha, fused=False):
         """The update as one compiled loop (``kernels.compiled``), where available; False: not taken.
 
         The constants are cast to the variable's dtype as NumPy casts a Python float beside an array, so the
         values equal the NumPy update's (a NumPy float64 ``alpha`` would widen NumPy's product instead).
         """
-        fused = compiled.kernels(value.size)
+        if fused is False:
+            fused = compiled.kernels(value.size)
         if fused is None or not compiled.usable(value, gradient, m, v):
             return False
         constants = self._constants(alpha, value.dtype)
