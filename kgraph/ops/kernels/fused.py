@@ -11,9 +11,9 @@ release the GIL, so ``kernels.threads`` can run two halves of a job at once.
 import numba
 import numpy as np
 
-__all__ = ["adam", "gru_backward_carry", "gru_backward_step", "gru_candidate", "gru_gates", "gru_hidden",
-           "lstm_backward_step", "lstm_carry", "lstm_cells", "lstm_gates", "lstm_restore", "relu", "relu_gradient",
-           "rmsprop", "sgd"]
+__all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step", "gru_candidate", "gru_gates", "gru_hidden",
+           "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_gates", "lstm_restore",
+           "lstm_step_head", "relu", "relu_gradient", "rmsprop", "sgd"]
 
 
 def _compile(function):
@@ -192,6 +192,59 @@ def lstm_restore(dh, skip, keep, s, r0, r1):
     for r in range(r0, r1):
         if keep[s, r] == 0:
             dh[r] = skip[r]
+
+
+@_compile
+def gemm_rows(gemm, a, b, out, one, zero):
+    """``out = a @ b`` by ``gemm``, NumPy's BLAS ``cblas_?gemm`` (``kernels.blas``), called as NumPy's ``matmul``
+    calls it: row-major, the rows of ``a``, ``b`` and ``out`` of unit stride (their leading dimensions the row
+    strides), ``alpha`` one and ``beta`` zero."""
+    size = a.itemsize
+    gemm(101, 111, 111, a.shape[0], b.shape[1], a.shape[1], one, a.ctypes.data, a.strides[0] // size,
+         b.ctypes.data, b.strides[0] // size, zero, out.ctypes.data, out.strides[0] // size)
+
+
+@_compile
+def lstm_step_head(gemm, s, t, time_major, projection, kernel, hidden, cells, gates, act_cells, scale, r0, r1, bias,
+                   keep, one, zero):
+    """Rows ``r0:r1`` of step ``s`` up to the gates' tanh, in one call without the GIL: the previous step's end
+    (``hidden[s] = o * tanh(c)``, then ``lstm_carry`` where ``keep`` is not empty), the product
+    ``gates[s] = hidden[s] @ kernel`` by ``gemm`` and ``lstm_gates``; ``s == len(gates)`` ends the last step only."""
+    if s > 0:
+        u = hidden.shape[2]
+        for r in range(r0, r1):
+            z = gates[s - 1, r]
+            a = act_cells[s - 1, r]
+            h = hidden[s, r]
+            for j in range(u):
+                h[j] = z[3 * u + j] * a[j]
+        if keep.shape[0] > 0:
+            lstm_carry(cells, hidden, s - 1, keep, r0, r1)
+    if s == gates.shape[0]:
+        return
+    gemm_rows(gemm, hidden[s, r0:r1], kernel, gates[s, r0:r1], one, zero)
+    lstm_gates(gates, s, projection, t, time_major, scale, r0, r1, bias)
+
+
+@_compile
+def lstm_backward_steps(gemm, times, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_projection,
+                        kernel_t, one, zero, r0, r1, keep, zero_output, skip, initial_dh):
+    """The whole BPTT loop of rows ``r0:r1`` in one call without the GIL: each step's ``lstm_backward_step``, its
+    product ``dh = dz @ kernel_t`` by ``gemm`` (skipped at the first step without ``initial_dh``) and, with a
+    step mask (``keep`` not empty), ``lstm_restore``; ``times[s]`` is step ``s``'s input timestep."""
+    masks = keep.shape[0] > 0
+    for s in range(times.shape[0] - 1, -1, -1):
+        t = times[s]
+        lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_projection, one, r0, r1,
+                           keep, zero_output, skip)
+        if s == 0 and not initial_dh:
+            break
+        if time_major:
+            gemm_rows(gemm, d_projection[t, r0:r1], kernel_t, dh[r0:r1], one, zero)
+        else:
+            gemm_rows(gemm, d_projection[r0:r1, t], kernel_t, dh[r0:r1], one, zero)
+        if masks:
+            lstm_restore(dh, skip, keep, s, r0, r1)
 
 
 @_compile

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from kgraph.backend.cotangents import all_zero
-from kgraph.ops.kernels import compiled, threads
+from kgraph.ops.kernels import blas, compiled, threads
 from kgraph.ops.kernels.projection import bias_gradient, with_bias
 
 __all__ = ["applies", "run"]
@@ -130,12 +130,18 @@ def _backward(g_sequence, dh, dc, kernel, cells, gates, act_cells, d_projection,
             dc += skip_c
 
 
-def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows, bias):
+def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows, bias,
+                   gemm=None):
     """``_forward`` for rows ``rows`` of the whole arrays, the elementwise runs fused by ``kernels.fused``;
-    ``keep`` as ``_backward``'s without its last axis, or None; ``bias`` added to the projection (or empty)."""
+    ``keep`` as ``_backward``'s without its last axis, or None; ``bias`` added to the projection (or empty);
+    ``gemm`` NumPy's BLAS product (``kernels.blas``) for ``_forward_gemm``, or None."""
     u = kernel.shape[0]
     scale, offset, _, _ = _gate_constants(u, gates.dtype)
     r0, r1 = rows.start, rows.stop
+    if gemm is not None:
+        _forward_gemm(fused, gemm, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows,
+                      bias, scale, offset)
+        return
     for s, t in enumerate(times):
         z = gates[s, rows]
         np.matmul(hidden[s, rows], kernel, out=z)
@@ -148,16 +154,39 @@ def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_ce
             fused.lstm_carry(cells, hidden, s, keep, r0, r1)
 
 
+def _forward_gemm(fused, gemm, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows, bias,
+                  scale, offset):
+    """``_forward_fused``'s steps in four calls each, the product inside a compiled one (``fused.lstm_step_head``
+    also ends the step before): between them only the two tanh of NumPy take the GIL."""
+    r0, r1 = rows.start, rows.stop
+    one, zero = gates.dtype.type(1), gates.dtype.type(0)
+    masks = np.empty((0, 0), dtype=gates.dtype) if keep is None else keep
+    for s, t in enumerate(times):
+        fused.lstm_step_head(gemm, s, t, time_major, base, kernel, hidden, cells, gates, act_cells, scale, r0, r1,
+                             bias, masks, one, zero)
+        z = gates[s, rows]
+        np.tanh(z, out=z)
+        fused.lstm_cells(gates, s, cells, scale, offset, r0, r1)
+        np.tanh(cells[s + 1, rows], out=act_cells[s, rows])
+    fused.lstm_step_head(gemm, len(times), 0, time_major, base, kernel, hidden, cells, gates, act_cells, scale, r0,
+                         r1, bias, masks, one, zero)
+
+
 def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, d_base, time_major, times, keep,
-                    zero_output, rows, initial_dh):
+                    zero_output, rows, initial_dh, gemm=None):
     """``_backward`` for rows ``rows`` of the whole arrays (``g_sequence`` C-contiguous, of no steps where
     ``_backward`` has None); ``d_base`` is ``d_projection``'s C-contiguous form, as ``base`` in the forward;
-    ``keep`` as in ``_forward_fused``."""
+    ``keep`` as in ``_forward_fused``; ``gemm`` as there."""
     one = gates.dtype.type(1)
     kernel_t = np.ascontiguousarray(kernel.T)  # a transposed view's products ran 1.6x slower each step
     r0, r1 = rows.start, rows.stop
     masks = np.empty((0, 0), dtype=gates.dtype) if keep is None else keep
     skip = np.empty(dh.shape if keep is not None else (0, 0), dtype=dh.dtype)
+    if gemm is not None:  # the whole loop in one compiled call, the products by NumPy's BLAS
+        fused.lstm_backward_steps(gemm, np.asarray(times, dtype=np.int64), time_major, g_sequence, dh, dc, gates,
+                                  cells, act_cells, d_base, kernel_t, one, gates.dtype.type(0), r0, r1, masks,
+                                  zero_output, skip, initial_dh)
+        return
     for s in range(len(times) - 1, -1, -1):
         t = times[s]
         fused.lstm_backward_step(s, t, time_major, g_sequence, dh, dc, gates, cells, act_cells, d_base, one, r0, r1,
@@ -168,6 +197,17 @@ def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, 
         np.matmul(dz, kernel_t, out=dh[rows])
         if keep is not None:
             fused.lstm_restore(dh, skip, masks, s, r0, r1)
+
+
+def _gemm(fused, kernel, batch, dtype):
+    """NumPy's BLAS product for the compiled steps (``kernels.blas``), or None, where the steps call ``np.matmul``:
+    no compiled kernels, a batch of one row, or a kernel BLAS would not take as it is (not C-ordered and aligned,
+    or not of the states' dtype)."""
+    if fused is None or batch < 2 or not isinstance(kernel, np.ndarray) or kernel.dtype != dtype:
+        return None
+    if not (kernel.flags.c_contiguous and kernel.flags.aligned):
+        return None
+    return blas.gemm(dtype, fused)
 
 
 def _contiguous_base(projection):
@@ -232,12 +272,13 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
         else:
             projection = with_bias(projection, bias)
             base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
+    gemm = _gemm(fused if base is not None else None, recurrent_kernel, batch, dtype)
     start = time.perf_counter()
 
     def forward(rows):
         if base is not None:
             _forward_fused(fused, base, time_major, recurrent_kernel, hidden, cells, gates, act_cells, times, keep,
-                           slice(*rows.indices(batch)[:2]), step_bias)
+                           slice(*rows.indices(batch)[:2]), step_bias, gemm)
         else:
             _forward(projection[rows], recurrent_kernel, hidden[:, rows], cells[:, rows], gates[:, rows],
                      act_cells[:, rows], times, None if keep is None else keep[:, rows, None])
@@ -248,7 +289,7 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
              "act_cells": act_cells, "times": times, "keep": keep, "zero_output": bool(zero_output_for_mask),
              "fused": fused if base is not None else None, "time_major": time_major, "split": split,
              "timings": timings, "go_backwards": go_backwards, "initial": (initial_h, initial_c),
-             "bias": bias is not None}
+             "bias": bias is not None, "gemm": gemm}
     sequence = hidden[1:] * keep[..., None] if keep is not None and zero_output_for_mask else hidden[1:]
     return (sequence.transpose(1, 0, 2), hidden[-1].copy(), cells[-1].copy()), lambda g: _vjp(state, g)
 
@@ -266,7 +307,7 @@ def _backward_job(st, g_sequence, dh, dc, d_projection):
         def backward(rows):
             _backward_fused(fused, sequence, dh, dc, st["kernel"], st["cells"], st["gates"], st["act_cells"],
                             d_base[0], st["time_major"], st["times"], keep, st["zero_output"],
-                            slice(*rows.indices(batch)[:2]), initial_dh)
+                            slice(*rows.indices(batch)[:2]), initial_dh, st["gemm"])
         return backward
 
     def backward(rows):
