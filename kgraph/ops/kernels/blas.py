@@ -26,7 +26,7 @@ import numpy as np
 __all__ = ["gemm"]
 
 _lock = threading.Lock()
-_found = {}  # dtype char -> the ctypes function, or None
+_found = {}  # dtype char -> the function's address, or None (NumPy keeps its BLAS loaded for good)
 
 # (rows, inner, columns) of the check, and whether A's and the output's rows lie in wider arrays.
 _CHECKS = ((2, 3, 4, False), (9, 17, 33, True), (64, 128, 512, False), (64, 512, 128, True),
@@ -34,8 +34,8 @@ _CHECKS = ((2, 3, 4, False), (9, 17, 33, True), (64, 128, 512, False), (64, 512,
 
 
 def gemm(dtype, fused):
-    """NumPy's BLAS ``?gemm`` for ``dtype`` (float32 or float64) as a ctypes function for ``fused.gemm_rows``,
-    or None (another dtype, another BLAS, no threadpoolctl, or products that differ from NumPy's)."""
+    """The address of NumPy's BLAS ``?gemm`` for ``dtype`` (float32 or float64), for ``fused.gemm_rows``, or
+    None (another dtype, another BLAS, no threadpoolctl, or products that differ from NumPy's)."""
     char = np.dtype(dtype).char
     if char in _found:
         return _found[char]
@@ -60,26 +60,20 @@ def _libraries():
 
 
 def _find(char, fused):
-    scalar = ctypes.c_float if char == "f" else ctypes.c_double
-    size = ctypes.c_int64
-    argtypes = ([ctypes.c_int] * 3 + [size] * 3
-                + [scalar, ctypes.c_void_p, size, ctypes.c_void_p, size, scalar, ctypes.c_void_p, size])
     letter = "s" if char == "f" else "d"
     for library in _libraries():
         for name in (f"scipy_cblas_{letter}gemm64_", f"cblas_{letter}gemm64_"):
             try:
-                function = library.dynlib[name]  # a new function object: the library's cached ones stay as set
-            except (AttributeError, TypeError):
+                address = ctypes.cast(library.dynlib[name], ctypes.c_void_p).value
+            except (AttributeError, TypeError):  # no such symbol in this library
                 continue
-            function.argtypes = argtypes
-            function.restype = None
-            if _agrees(function, np.dtype(char), fused):
-                return function
+            if address and _agrees(address, np.dtype(char), fused):
+                return address
     return None
 
 
-def _agrees(function, dtype, fused):
-    """Whether ``function`` gives ``np.matmul``'s values bit for bit on ``_CHECKS``."""
+def _agrees(address, dtype, fused):
+    """Whether the function at ``address`` gives ``np.matmul``'s values bit for bit on ``_CHECKS``."""
     rng = np.random.default_rng(0)
     one, zero = dtype.type(1), dtype.type(0)
     for rows, inner, columns, strided in _CHECKS:
@@ -87,7 +81,7 @@ def _agrees(function, dtype, fused):
         a = rng.standard_normal((rows, inner + pad)).astype(dtype)[:, :inner]
         b = rng.standard_normal((inner, columns)).astype(dtype)
         out = np.zeros((rows, columns + pad), dtype=dtype)[:, :columns]
-        fused.gemm_rows(function, a, b, out, one, zero)
+        fused.gemm_rows(address, a, b, out, one, zero)
         if not np.array_equal(out, np.matmul(a, b)):
             return False
     return True

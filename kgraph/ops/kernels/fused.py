@@ -10,6 +10,9 @@ release the GIL, so ``kernels.threads`` can run two halves of a job at once.
 """
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 __all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step", "gru_candidate", "gru_gates", "gru_hidden",
            "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_gates", "lstm_restore",
@@ -194,14 +197,41 @@ def lstm_restore(dh, skip, keep, s, r0, r1):
             dh[r] = skip[r]
 
 
+@intrinsic
+def _call_gemm(typingctx, address, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Call the ``cblas_?gemm`` at ``address`` (an integer: a typed argument would cost the kernel's caller a
+    microsecond of dispatch per call) as ``cblas_?gemm(RowMajor, NoTrans, NoTrans, m, n, k, alpha, a, lda, b,
+    ldb, beta, c, ldc)`` with 64-bit integers; ``a``, ``b``, ``c`` are data addresses, ``alpha`` and ``beta`` of
+    the matrices' float type."""
+    if not isinstance(alpha, types.Float) or beta != alpha:
+        return None
+    signature = types.void(address, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+
+    def codegen(context, builder, signature, args):
+        i32, i64, pointer = ir.IntType(32), ir.IntType(64), ir.IntType(8).as_pointer()
+        scalar = context.get_value_type(alpha)
+        function_type = ir.FunctionType(ir.VoidType(), [i32] * 3 + [i64] * 3 + [scalar, pointer, i64, pointer, i64,
+                                                                                 scalar, pointer, i64])
+        values = [context.cast(builder, value, kind, types.int64) if isinstance(kind, types.Integer) else value
+                  for value, kind in zip(args, signature.args)]
+        (address_, m_, n_, k_, alpha_, a_, lda_, b_, ldb_, beta_, c_, ldc_) = values
+        function = builder.inttoptr(address_, function_type.as_pointer())
+        row_major, no_transpose = ir.Constant(i32, 101), ir.Constant(i32, 111)
+        builder.call(function, [row_major, no_transpose, no_transpose, m_, n_, k_, alpha_,
+                                builder.inttoptr(a_, pointer), lda_, builder.inttoptr(b_, pointer), ldb_, beta_,
+                                builder.inttoptr(c_, pointer), ldc_])
+        return context.get_dummy_value()
+    return signature, codegen
+
+
 @_compile
 def gemm_rows(gemm, a, b, out, one, zero):
-    """``out = a @ b`` by ``gemm``, NumPy's BLAS ``cblas_?gemm`` (``kernels.blas``), called as NumPy's ``matmul``
-    calls it: row-major, the rows of ``a``, ``b`` and ``out`` of unit stride (their leading dimensions the row
-    strides), ``alpha`` one and ``beta`` zero."""
+    """``out = a @ b`` by the BLAS ``cblas_?gemm`` at address ``gemm`` (NumPy's, ``kernels.blas``), called as
+    NumPy's ``matmul`` calls it: row-major, the rows of ``a``, ``b`` and ``out`` of unit stride (their leading
+    dimensions the row strides), ``alpha`` one and ``beta`` zero."""
     size = a.itemsize
-    gemm(101, 111, 111, a.shape[0], b.shape[1], a.shape[1], one, a.ctypes.data, a.strides[0] // size,
-         b.ctypes.data, b.strides[0] // size, zero, out.ctypes.data, out.strides[0] // size)
+    _call_gemm(gemm, a.shape[0], b.shape[1], a.shape[1], one, a.ctypes.data, a.strides[0] // size,
+               b.ctypes.data, b.strides[0] // size, zero, out.ctypes.data, out.strides[0] // size)
 
 
 @_compile
