@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 PROBE = """
@@ -58,3 +60,25 @@ def test_a_malformed_value_is_named():
     out = _probe("two")
     assert out.returncode != 0
     assert "KGRAPH_KERNEL_THREADS='two'" in out.stderr and "whole number" in out.stderr
+
+
+def test_a_split_runs_each_half_on_one_blas_thread_and_restores_the_counts():
+    from kgraph.ops.kernels import threads
+    if not threads.can_split():
+        pytest.skip("one core or no threadpoolctl: nothing is split")
+    libraries = threads._blas_controller().lib_controllers
+    before = [library.get_num_threads() for library in libraries]
+    seen = {}
+
+    def job(part):
+        seen[part] = [library.get_num_threads() for library in libraries]
+    threads.in_halves(job, "first", "second")
+    assert seen == {"first": [1] * len(libraries), "second": [1] * len(libraries)}
+    assert [library.get_num_threads() for library in libraries] == before
+
+    def failing(part):
+        if part == "second":
+            raise RuntimeError("this half failed")
+    with pytest.raises(RuntimeError, match="this half failed"):
+        threads.in_halves(failing, "first", "second")
+    assert [library.get_num_threads() for library in libraries] == before  # restored after an error too
