@@ -15,8 +15,8 @@ from numba.core import types
 from numba.extending import intrinsic
 
 __all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step", "gru_candidate", "gru_gates", "gru_hidden",
-           "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_gates", "lstm_restore",
-           "lstm_step_head", "relu", "relu_gradient", "rmsprop", "sgd"]
+           "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_forward_steps", "lstm_gates",
+           "lstm_restore", "lstm_step_head", "relu", "relu_gradient", "rmsprop", "sgd", "ufunc_rows"]
 
 
 def _compile(function):
@@ -226,12 +226,41 @@ def _call_gemm(typingctx, address, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 @_compile
 def gemm_rows(gemm, a, b, out, one, zero):
-    """``out = a @ b`` by the BLAS ``cblas_?gemm`` at address ``gemm`` (NumPy's, ``kernels.blas``), called as
+    """``out = a @ b`` by the BLAS ``cblas_?gemm`` at address ``gemm`` (NumPy's, ``kernels.native``), called as
     NumPy's ``matmul`` calls it: row-major, the rows of ``a``, ``b`` and ``out`` of unit stride (their leading
     dimensions the row strides), ``alpha`` one and ``beta`` zero."""
     size = a.itemsize
     _call_gemm(gemm, a.shape[0], b.shape[1], a.shape[1], one, a.ctypes.data, a.strides[0] // size,
                b.ctypes.data, b.strides[0] // size, zero, out.ctypes.data, out.strides[0] // size)
+
+
+@intrinsic
+def _call_loop(typingctx, loop, context, data, dimensions, strides, auxdata):
+    """Call the NumPy strided loop at ``loop``: ``loop(context, data, dimensions, strides, auxdata)``, every
+    argument an address (an integer); returns the loop's status (0 on success)."""
+    signature = types.int32(loop, context, data, dimensions, strides, auxdata)
+
+    def codegen(ctx, builder, signature, args):
+        pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(ir.IntType(32), [pointer] * 5)
+        values = [ctx.cast(builder, value, kind, types.int64) for value, kind in zip(args, signature.args)]
+        function = builder.inttoptr(values[0], function_type.as_pointer())
+        return builder.call(function, [builder.inttoptr(value, pointer) for value in values[1:]])
+    return signature, codegen
+
+
+@_compile
+def ufunc_rows(loop, context, auxdata, a, out, scratch):
+    """``out = f(a)`` by the strided loop of a one-input ufunc ``f`` (``kernels.native``): one call over all of
+    C-contiguous ``a`` and ``out`` (one size; ``out`` may be ``a``), as NumPy calls it on contiguous arrays.
+    ``scratch``: five int64 for the call's pointers, size and strides. Returns the loop's status."""
+    scratch[0] = a.ctypes.data
+    scratch[1] = out.ctypes.data
+    scratch[2] = a.size
+    scratch[3] = a.itemsize
+    scratch[4] = out.itemsize
+    base = scratch.ctypes.data
+    return _call_loop(loop, context, base, base + 16, base + 24, auxdata)
 
 
 @_compile
@@ -254,6 +283,26 @@ def lstm_step_head(gemm, s, t, time_major, projection, kernel, hidden, cells, ga
         return
     gemm_rows(gemm, hidden[s, r0:r1], kernel, gates[s, r0:r1], one, zero)
     lstm_gates(gates, s, projection, t, time_major, scale, r0, r1, bias)
+
+
+@_compile
+def lstm_forward_steps(gemm, loop, loop_context, loop_auxdata, times, time_major, projection, kernel, hidden, cells,
+                       gates, act_cells, scale, offset, r0, r1, bias, keep, one, zero):
+    """The whole forward loop of rows ``r0:r1`` in one call without the GIL: each step's ``lstm_step_head``, the
+    gates' tanh by ``np.tanh``'s own loop (``loop`` and its context and auxdata, ``kernels.native``),
+    ``lstm_cells`` and the new cell state's tanh; then the last step's end. ``times[s]`` is step ``s``'s input
+    timestep."""
+    scratch = np.empty(5, dtype=np.int64)
+    steps = times.shape[0]
+    for s in range(steps):
+        lstm_step_head(gemm, s, times[s], time_major, projection, kernel, hidden, cells, gates, act_cells, scale, r0,
+                       r1, bias, keep, one, zero)
+        z = gates[s, r0:r1]
+        ufunc_rows(loop, loop_context, loop_auxdata, z, z, scratch)
+        lstm_cells(gates, s, cells, scale, offset, r0, r1)
+        ufunc_rows(loop, loop_context, loop_auxdata, cells[s + 1, r0:r1], act_cells[s, r0:r1], scratch)
+    lstm_step_head(gemm, steps, 0, time_major, projection, kernel, hidden, cells, gates, act_cells, scale, r0, r1,
+                   bias, keep, one, zero)
 
 
 @_compile

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from kgraph.backend.cotangents import all_zero
-from kgraph.ops.kernels import blas, compiled, threads
+from kgraph.ops.kernels import compiled, native, threads
 from kgraph.ops.kernels.projection import bias_gradient, with_bias
 
 __all__ = ["applies", "run"]
@@ -134,7 +134,7 @@ def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_ce
                    gemm=None):
     """``_forward`` for rows ``rows`` of the whole arrays, the elementwise runs fused by ``kernels.fused``;
     ``keep`` as ``_backward``'s without its last axis, or None; ``bias`` added to the projection (or empty);
-    ``gemm`` NumPy's BLAS product (``kernels.blas``) for ``_forward_gemm``, or None."""
+    ``gemm`` NumPy's BLAS product (``kernels.native``) for ``_forward_gemm``, or None."""
     u = kernel.shape[0]
     scale, offset, _, _ = _gate_constants(u, gates.dtype)
     r0, r1 = rows.start, rows.stop
@@ -156,11 +156,17 @@ def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_ce
 
 def _forward_gemm(fused, gemm, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows, bias,
                   scale, offset):
-    """``_forward_fused``'s steps in four calls each, the product inside a compiled one (``fused.lstm_step_head``
-    also ends the step before): between them only the two tanh of NumPy take the GIL."""
+    """``_forward_fused``'s steps with the product inside a compiled call: all of them in one call where
+    ``np.tanh``'s own loop is at hand (``kernels.native``), else four calls a step (``fused.lstm_step_head`` also
+    ends the step before), between which only the two tanh of NumPy take the GIL."""
     r0, r1 = rows.start, rows.stop
     one, zero = gates.dtype.type(1), gates.dtype.type(0)
     masks = np.empty((0, 0), dtype=gates.dtype) if keep is None else keep
+    tanh = native.tanh_loop(gates.dtype, fused)
+    if tanh is not None:
+        fused.lstm_forward_steps(gemm, *tanh, np.asarray(times, dtype=np.int64), time_major, base, kernel, hidden,
+                                 cells, gates, act_cells, scale, offset, r0, r1, bias, masks, one, zero)
+        return
     for s, t in enumerate(times):
         fused.lstm_step_head(gemm, s, t, time_major, base, kernel, hidden, cells, gates, act_cells, scale, r0, r1,
                              bias, masks, one, zero)
@@ -200,14 +206,14 @@ def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, 
 
 
 def _gemm(fused, kernel, batch, dtype):
-    """NumPy's BLAS product for the compiled steps (``kernels.blas``), or None, where the steps call ``np.matmul``:
+    """NumPy's BLAS product for the compiled steps (``kernels.native``), or None, where the steps call ``np.matmul``:
     no compiled kernels, a batch of one row, or a kernel BLAS would not take as it is (not C-ordered and aligned,
     or not of the states' dtype)."""
     if fused is None or batch < 2 or not isinstance(kernel, np.ndarray) or kernel.dtype != dtype:
         return None
     if not (kernel.flags.c_contiguous and kernel.flags.aligned):
         return None
-    return blas.gemm(dtype, fused)
+    return native.gemm(dtype, fused)
 
 
 def _contiguous_base(projection):

@@ -5,7 +5,7 @@ import pytest
 
 import kgraph
 from kgraph import optimizers
-from kgraph.ops.kernels import blas, compiled, lstm, threads
+from kgraph.ops.kernels import compiled, lstm, native, threads
 from kgraph.optimizers import Adam, update_parallel
 
 pytest.importorskip("numba")  # the dev extra installs it, so these run wherever the suite is meant to run
@@ -212,15 +212,23 @@ def test_lstm_fused_equals_numpy(switch, time_major, go_backwards, sequence_cota
         got = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, masked=masked)
         for name, a, b in zip(["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"], expected, got):
             np.testing.assert_array_equal(a, b, err_msg=name)
-    # Per dtype: with NumPy's BLAS callable from the compiled steps (kernels.blas), a step head per step and one
-    # to end the last, and one call for the whole backward loop; else a call per step of each kernel.
-    with_blas = sum(blas.gemm(dtype, compiled.kernels()) is not None for dtype in (np.float32, np.float64))
-    assert switch.calls.get("lstm_step_head", 0) == with_blas * 8
-    assert switch.calls.get("lstm_backward_steps", 0) == with_blas
-    assert switch.calls["lstm_cells"] == 2 * 7
-    assert switch.calls.get("lstm_gates", 0) == switch.calls.get("lstm_backward_step", 0) == (2 - with_blas) * 7
-    if masked:
-        assert switch.calls.get("lstm_carry", 0) == switch.calls.get("lstm_restore", 0) == (2 - with_blas) * 7
+    # Per dtype, the compiled calls: with NumPy's BLAS and tanh loop callable from compiled code (kernels.native),
+    # one for the whole forward loop and one for the backward; with the BLAS alone, a step head per step (and one
+    # to end the last) and the cells per step; else a call per step of each kernel.
+    expected = {}
+    module = compiled.kernels()
+    for dtype in (np.float32, np.float64):
+        if native.gemm(dtype, module) is None:
+            counts = {"lstm_gates": 7, "lstm_cells": 7, "lstm_backward_step": 7}
+            counts.update({"lstm_carry": 7, "lstm_restore": 7} if masked else {})
+        elif native.tanh_loop(dtype, module) is None:
+            counts = {"lstm_step_head": 8, "lstm_cells": 7, "lstm_backward_steps": 1}
+        else:
+            counts = {"lstm_forward_steps": 1, "lstm_backward_steps": 1}
+        for name, count in counts.items():
+            expected[name] = expected.get(name, 0) + count
+    # (kernels.native's one-time checks of what it found may count too: only the LSTM's kernels are compared)
+    assert {name: n for name, n in switch.calls.items() if name.startswith("lstm_")} == expected
 
 
 def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
@@ -237,11 +245,14 @@ def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
     for expected, got in zip(outs[False], outs[True]):
         for a, b in zip(expected, got):
             np.testing.assert_array_equal(a, b)
-    # every call's 7 steps, and two halves in one of them at least (a head more per part with NumPy's BLAS)
-    if blas.gemm(np.float32, compiled.kernels()) is not None:
+    # every call, and two halves in one of them at least (see test_lstm_fused_equals_numpy for the calls per part)
+    module = compiled.kernels()
+    if native.gemm(np.float32, module) is None:
+        assert switch.calls["lstm_gates"] >= 3 * 7 + 7
+    elif native.tanh_loop(np.float32, module) is None:
         assert switch.calls["lstm_step_head"] >= 3 * 8 + 8 and switch.calls["lstm_backward_steps"] >= 3 + 1
     else:
-        assert switch.calls["lstm_gates"] >= 3 * 7 + 7
+        assert switch.calls["lstm_forward_steps"] >= 3 + 1 and switch.calls["lstm_backward_steps"] >= 3 + 1
 
 
 def test_training_trajectory_is_the_same_with_and_without_compiled_kernels(switch):
