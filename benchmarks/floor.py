@@ -11,7 +11,7 @@ timing as many (kgraph through ``fit``), and the best round of each is kept,
 so a busy moment of a shared machine hits all alike. Each worker also reports its peak RSS (its own
 process: the framework, the model, the data and the steps).
 
-    python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--numpy-too]
+    python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--processes 1] [--numpy-too]
                                [--baseline HEAD | --baseline-root DIR] [--env NAME=VALUE ...]
     python benchmarks/floor.py --profile mlp   # cProfile of kgraph steps, the top functions by own time
     python benchmarks/floor.py --breakdown     # ms of forward, loss, gradient, optimizer next to the floor
@@ -160,11 +160,17 @@ def round_of(proc):
     return float(ms), float(rss)
 
 
-def compare(model, contenders, rounds, steps):
-    """Best ms per step and peak RSS (MiB) of each contender ``(label, root, kind, env)``, turns interleaved."""
-    workers = [start(root, kind, model, steps, env) for _, root, kind, env in contenders]
-    best = [float("inf")] * len(workers)
-    rss = [0.0] * len(workers)
+def compare(model, contenders, rounds, steps, processes=1):
+    """Best ms per step and peak RSS (MiB) of each contender ``(label, root, kind, env)``, turns interleaved.
+
+    With ``processes`` > 1 each contender runs in that many worker processes (started in turn, so that no
+    contender's are all started first) and keeps its best: a process's speed depends on where its memory
+    landed, stable for its life (identical trees in two processes ran their MLP step 7 % apart, and either
+    one could be the faster), which best-of-turns inside one process cannot average out."""
+    slots = [c for _ in range(processes) for c in range(len(contenders))]
+    workers = [start(contenders[c][1], contenders[c][2], model, steps, contenders[c][3]) for c in slots]
+    best = [float("inf")] * len(contenders)
+    rss = [0.0] * len(contenders)
     try:
         for r in range(rounds):
             # Who goes first rotates, so no contender always runs right after the same other one.
@@ -172,8 +178,8 @@ def compare(model, contenders, rounds, steps):
             order = order[r % len(order):] + order[:r % len(order)]
             for i in order:
                 ms, peak = round_of(workers[i])
-                best[i] = min(best[i], ms)
-                rss[i] = max(rss[i], peak)
+                best[slots[i]] = min(best[slots[i]], ms)
+                rss[slots[i]] = max(rss[slots[i]], peak)
     finally:
         for proc in workers:
             proc.stdin.close()
@@ -235,6 +241,9 @@ def main():
     parser.add_argument("--models", default="mlp,cnn,lstm")
     parser.add_argument("--rounds", type=int, default=15, help="turns per contender; the best is reported")
     parser.add_argument("--steps", type=int, default=8, help="training steps timed per turn")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="worker processes per contender, each keeping its best (a process's speed varies with "
+                             "where its memory lands: 3 evens that out)")
     parser.add_argument("--baseline", help="also time kgraph at this git revision (e.g. HEAD)")
     parser.add_argument("--baseline-root", help="or the kgraph package under this directory (a copy of a revision)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
@@ -252,6 +261,8 @@ def main():
     torchless = [m for m in args.models.split(",") if m in tt.MODELS and tt.MODELS[m].get("torch") is None]
     if torchless and not args.no_torch and not (args.profile or args.breakdown):
         parser.error(f"{', '.join(torchless)} has no PyTorch model (nn.LSTM has no step mask): pass --no-torch")
+    if args.processes < 1:
+        parser.error(f"--processes expects 1 or more worker processes per contender; received {args.processes}")
     if args.profile:
         profile(args.profile, args.steps)
         return
@@ -277,14 +288,14 @@ def main():
             contenders.append(("torch", ROOT, "torch", None))
         contenders.append(("floor", ROOT, "floor", None))
         labels = [label for label, _, _, _ in contenders]
-        print(f"batch 128, Adam; ms per step, best of {args.rounds} interleaved turns of {args.steps} steps; "
-              f"peak RSS of each worker in MiB")
+        print(f"batch 128, Adam; ms per step, best of {args.rounds} interleaved turns of {args.steps} steps in each of "
+              f"{args.processes} worker process(es) per contender; peak RSS of each contender's workers in MiB")
         print(f"{'model':<6}" + "".join(f"{label:>17}" for label in labels)
               + "".join(f"{label + '/floor':>24}" for label in labels[:-1])
               + ("".join(f"{'torch/' + label:>24}" for label in labels if label.startswith("kgraph"))
                  if not args.no_torch else ""))
         for model in args.models.split(","):
-            best, rss = compare(model, contenders, args.rounds, args.steps)
+            best, rss = compare(model, contenders, args.rounds, args.steps, args.processes)
             times = dict(zip(labels, best))
             row = f"{model:<6}" + "".join(f"{ms:>9.2f} ms {mib:>4.0f}" for ms, mib in zip(best, rss))
             row += "".join(f"{times[label] / times['floor']:>23.2f}x" for label in labels[:-1])
