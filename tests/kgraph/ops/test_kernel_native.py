@@ -109,3 +109,31 @@ def test_a_numpy_without_the_loop_api_keeps_np_tanh(fused, monkeypatch):
             raise AttributeError("_resolve_dtypes_and_context")
     monkeypatch.setattr(native.np, "tanh", NoLoops())
     assert native.tanh_loop(np.float32, fused) is None
+
+
+def _lstm_outputs(batch=24, timesteps=7, units=8, dtype=np.float32):
+    """Outputs and gradients of one LSTM kernel call (masked steps, initial states, a sequence cotangent)."""
+    rng = np.random.default_rng(5)
+    projection = rng.standard_normal((timesteps, batch, 4 * units)).astype(dtype).transpose(1, 0, 2)
+    kernel = (rng.standard_normal((units, 4 * units)) * 0.3).astype(dtype)
+    h0, c0 = (rng.standard_normal((batch, units)).astype(dtype) for _ in range(2))
+    mask = rng.random((batch, timesteps)) > 0.3
+    (sequence, h, c), vjp = lstm.run(projection, kernel, h0, c0, False, mask, False)
+    g = rng.standard_normal(sequence.shape).astype(dtype)
+    return [np.array(sequence), h, c, *vjp((g, h * 0.5, c * 0.25))]
+
+
+@pytest.mark.parametrize("without", ["tanh loop", "both"])
+def test_the_lstm_loops_without_numpys_routines_give_the_same_values(fused, monkeypatch, without):
+    # The compiled LSTM steps with NumPy's BLAS and tanh loop (the default where both are found), with the BLAS
+    # alone (a NumPy without the loop API), and with neither: the same values, element for element.
+    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "1")
+    for dtype in (np.float32, np.float64):
+        expected = _lstm_outputs(dtype=dtype)
+        with monkeypatch.context() as patch:
+            patch.setattr(native, "tanh_loop", lambda dtype, fused: None)
+            if without == "both":
+                patch.setattr(native, "gemm", lambda dtype, fused: None)
+            got = _lstm_outputs(dtype=dtype)
+        for a, b in zip(expected, got):
+            np.testing.assert_array_equal(a, b)
