@@ -132,10 +132,11 @@ def in_halves(job, first, second):
         return
     # BLAS's thread counts set directly: threadpoolctl's limiter object also reads every library's info, which
     # took 60 to 70 us of each split inside a training step (its setting and restoring alone, 3 us).
-    libraries = controller.lib_controllers
+    # A library that cannot say how many threads it has is left as it is.
     try:
-        counts = [library.get_num_threads() for library in libraries]
-        for library in libraries:
+        libraries = [(library, library.get_num_threads()) for library in controller.lib_controllers]
+        libraries = [(library, count) for library, count in libraries if count is not None]
+        for library, _ in libraries:
             library.set_num_threads(1)
         try:
             pending = worker().submit(job, first)
@@ -144,7 +145,7 @@ def in_halves(job, first, second):
             finally:
                 pending.result()
         finally:
-            for library, count in zip(libraries, counts):
+            for library, count in libraries:
                 library.set_num_threads(count)
     finally:
         _splitting.release()

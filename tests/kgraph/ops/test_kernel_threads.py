@@ -82,3 +82,26 @@ def test_a_split_runs_each_half_on_one_blas_thread_and_restores_the_counts():
     with pytest.raises(RuntimeError, match="this half failed"):
         threads.in_halves(failing, "first", "second")
     assert [library.get_num_threads() for library in libraries] == before  # restored after an error too
+
+
+def test_a_library_that_cannot_say_its_thread_count_is_left_alone(monkeypatch):
+    from kgraph.ops.kernels import threads
+
+    class Unknown:
+        """A BLAS controller whose thread count is unknown: a split must neither set nor restore it."""
+        calls = []
+
+        def get_num_threads(self):
+            return None
+
+        def set_num_threads(self, count):
+            self.calls.append(count)
+
+    class Controller:
+        lib_controllers = [Unknown()]
+    monkeypatch.setattr(threads, "_blas_controller", lambda: Controller())
+    parts = []
+    threads.in_halves(parts.append, "first", "second")
+    assert sorted(parts) == ["first", "second"] and Unknown.calls == []
+    threads.in_halves(parts.append, "third", "fourth")  # the split lock was released
+    assert len(parts) == 4
