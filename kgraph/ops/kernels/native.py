@@ -117,7 +117,7 @@ def _find_tanh(char, fused):
     try:
         _, capsule = np.tanh._resolve_dtypes_and_context((dtype, dtype))
         np.tanh._get_strided_loop(capsule, fixed_strides=(dtype.itemsize, dtype.itemsize))
-        pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        pointer = ctypes.pythonapi["PyCapsule_GetPointer"]  # a function object of its own: the shared one stays as set
         pointer.restype, pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
         info = pointer(capsule, _CAPSULE)
     except (AttributeError, TypeError, ValueError):  # a NumPy without this API, or another capsule version
