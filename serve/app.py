@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from serve.control import ModelControl
 from serve.dataplane import OFFLOAD_BYTES, DataPlane
+from serve.http_infer import JSON_WEIGHT, infer_route
 from serve.protocol import (
     ProtocolError,
     check_binary_header,
@@ -45,9 +46,6 @@ JSON = "application/json"
 _JSON_HEADER = (b"content-type", b"application/json")
 _BINARY_HEADER = (b"content-type", b"application/octet-stream")
 _ADMIN_BODY_BYTES = 1 << 16
-# A JSON body costs many times its size once parsed (a 63 MB body peaked at +958 MiB), so it counts
-# this many times its size against the bytes in flight; a binary body's tensors are views of it.
-JSON_WEIGHT = 16
 # Binary bodies at least this large have their JSON header checked before the tensors are read.
 _EARLY_CHECK_BYTES = 1 << 20
 
@@ -433,12 +431,9 @@ class ServeApp:
         # The inference route is the hot path: matching it here skips Starlette's
         # middleware stack and route scan, which cost as much as validating a request.
         if scope["type"] == "http" and scope["method"] == "POST":
-            parts = scope["path"].split("/")
-            if parts[-1] == "infer" and parts[1:3] == ["v2", "models"] and parts[3]:
-                if len(parts) == 5:
-                    scope["path_params"] = {"model": parts[3]}
-                    return await self.infer(scope, receive, send)
-                if len(parts) == 7 and parts[4] == "versions" and parts[5]:
-                    scope["path_params"] = {"model": parts[3], "version": parts[5]}
-                    return await self.infer(scope, receive, send)
+            route = infer_route(scope["path"])
+            if route is not None:
+                model, version = route
+                scope["path_params"] = {"model": model} if version is None else {"model": model, "version": version}
+                return await self.infer(scope, receive, send)
         await self.starlette(scope, receive, send)

@@ -83,24 +83,44 @@ class Batcher:
 
     async def infer(self, request: InferRequest) -> list[np.ndarray]:
         """Outputs (in model order) of a validated request, run alone or merged with its neighbours."""
+        job = self.submit(request)
+        await job.future
+        return self.result(job)
+
+    def submit(self, request: InferRequest) -> _Job:
+        """Queue a validated request (or start its run at once when it cannot be merged) and return its job,
+        whose ``future`` completes once ``result(job)`` can tell the outputs. Raises the capacity errors.
+
+        A transport may await the future (``infer``) or add a done callback to it; cancelling it before its
+        batch forms drops the request unrun."""
         loop = asyncio.get_running_loop()
         elements = self._admit(request)
+        job = _Job(request, loop.create_future(), loop.time())
         self.pending += 1
         self.elements += elements
-        try:
-            if self._task is None or self._task.done() or request.key is None:
-                job = _Job(request, None, loop.time())
-                await self._dispatch([job], release=False)
-            else:
-                job = _Job(request, loop.create_future(), loop.time())
-                self._queue.append(job)
-                self._wake()
-                await job.future
-        finally:
-            self.pending -= 1
-            self.elements -= elements
+        job.future.add_done_callback(lambda _: self._settled(elements))
+        if self._task is None or self._task.done() or request.key is None:
+            task = loop.create_task(self._dispatch([job], release=False))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+        else:
+            self._queue.append(job)
+            self._wake()
+        return job
+
+    def _settled(self, elements: int) -> None:
+        self.pending -= 1
+        self.elements -= elements
+
+    @staticmethod
+    def result(job: _Job) -> list[np.ndarray]:
+        """The outputs of a job whose future has completed, or the error its run met (raised)."""
+        if job.future.cancelled():
+            raise asyncio.CancelledError
         if isinstance(job.result, ProtocolError):
             raise job.result
+        if job.result is None:
+            raise ProtocolError("inference could not run: the server is stopping", 503)
         return job.result
 
     def _admit(self, request: InferRequest) -> int:

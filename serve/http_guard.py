@@ -10,6 +10,7 @@ from http import HTTPStatus
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from serve.http_infer import DirectCycle, answer, direct_cycle
 from serve.protocol import error_body
 
 logger = logging.getLogger("serve")
@@ -100,7 +101,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     header bytes and times the header and body phases of each request on the connection.
 
     Timers start only when a phase outlasts one read (a request that arrives whole sets none),
-    and reads paused by the server's own flow control do not count against the client.
+    and reads paused by the server's own flow control do not count against the client. Small
+    inference requests take the direct path of ``serve.http_infer`` instead of an ASGI cycle.
     """
 
     limits = ConnectionLimits()
@@ -156,18 +158,33 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._header_timer.cancel()
             self._header_timer = None
         self._body_seen = self.loop.time()
+        direct = direct_cycle(self)
+        if direct is not None:
+            self.cycle = direct
+            return
         previous = self.cycle
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle is not previous:
             cycle.transport = _ResponseWriter(self.transport, cycle, self.loop)
 
+    def on_body(self, body: bytes) -> None:
+        cycle = self.cycle
+        if isinstance(cycle, DirectCycle):
+            cycle.body.append(body)
+        else:
+            super().on_body(body)
+
     def on_message_complete(self) -> None:
         self._awaiting_headers = True
         if self._body_timer is not None:
             self._body_timer.cancel()
             self._body_timer = None
-        super().on_message_complete()
+        cycle = self.cycle
+        if isinstance(cycle, DirectCycle):
+            answer(self, cycle)
+        else:
+            super().on_message_complete()
 
     def _refuse(self, status: int, message: str) -> None:
         """Answer STATUS (unless a response of the current request has begun) and close.
