@@ -58,6 +58,8 @@ class Batcher:
         self._waiter: asyncio.Future | None = None
         self._closing = False
         self._task: asyncio.Task | None = None
+        # The batching loop's event loop (asyncio.get_running_loop() makes a system call on every call).
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
         self._running: set[asyncio.Task] = set()
         self.max_queue_size = max_queue_size
@@ -70,7 +72,8 @@ class Batcher:
         """Start the batching loop on the running event loop."""
         if self.enabled:
             self._slots = asyncio.Semaphore(self._pool.threads)
-            self._task = asyncio.get_running_loop().create_task(self._batch_loop())
+            self._loop = asyncio.get_running_loop()
+            self._task = self._loop.create_task(self._batch_loop())
 
     async def close(self) -> None:
         """Run every queued request, wait for running batches, then stop the loop."""
@@ -93,13 +96,14 @@ class Batcher:
 
         A transport may await the future (``infer``) or add a done callback to it; cancelling it before its
         batch forms drops the request unrun."""
-        loop = asyncio.get_running_loop()
+        running = self._task is not None and not self._task.done()
+        loop = self._loop if running else asyncio.get_running_loop()
         elements = self._admit(request)
         job = _Job(request, loop.create_future(), loop.time())
         self.pending += 1
         self.elements += elements
         job.future.add_done_callback(lambda _: self._settled(elements))
-        if self._task is None or self._task.done() or request.key is None:
+        if not running or request.key is None:
             task = loop.create_task(self._dispatch([job], release=False))
             self._running.add(task)
             task.add_done_callback(self._running.discard)

@@ -84,10 +84,16 @@ def message(payload: bytes) -> bytes:
 class Method:
     """One method of the service: how its messages are parsed and written, and the servicer's code for it."""
 
-    __slots__ = ("name", "path", "parse", "streaming", "behaviour")
+    __slots__ = ("name", "path", "parse", "streaming", "behaviour", "direct")
 
-    def __init__(self, name: str, path: str, parse: Callable, streaming: bool, behaviour: Callable) -> None:
+    def __init__(self, name: str, path: str, parse: Callable, streaming: bool, behaviour: Callable,
+                 direct: Callable | None = None) -> None:
+        """DIRECT (unary methods only): ``direct(request, answered)`` answers a request without a task of its own,
+        calling ``answered(payload, None)`` or ``answered(None, exception)`` later, and returns the future to
+        cancel if the call ends first (its peer resets it, or its deadline passes); None leaves the request
+        to BEHAVIOUR."""
         self.name, self.path, self.parse, self.streaming, self.behaviour = name, path, parse, streaming, behaviour
+        self.direct = direct
 
 
 class Context:
@@ -115,7 +121,8 @@ class Context:
 
 
 class Call:
-    """One call on one stream: its method, the message bytes received so far, and the task answering it."""
+    """One call on one stream: its method, the message bytes received so far, and the task answering it (for a
+    call answered directly, the future of its work)."""
 
     __slots__ = ("connection", "stream", "method", "buffer", "messages", "waiter", "ended", "task", "code",
                  "timer", "done_callbacks", "started_ns", "held", "calls", "head_sent", "uncredited")
@@ -365,26 +372,30 @@ class Calls(Handler):
             return
         call.end()
         if not call.method.streaming:
-            call.task = asyncio.get_running_loop().create_task(self._unary(call))
+            try:
+                request = call.single()
+                if call.method.direct is not None:
+                    # The work in flight, cancelled as a task would be when the call ends first.
+                    call.task = call.method.direct(request, functools.partial(_answered, call))
+                    if call.task is not None:
+                        return
+            except (Exception, asyncio.CancelledError) as exc:
+                _failed(call, exc)
+                return
+            call.task = asyncio.get_running_loop().create_task(self._unary(call, request))
 
     def reset(self, connection: Http2Connection, stream: Stream) -> None:
         if stream.call is not None:
             stream.call.cancelled()
 
-    async def _unary(self, call: Call) -> None:
+    async def _unary(self, call: Call, request) -> None:
         try:
-            response = await call.method.behaviour(call.single(), Context(call))
+            response = await call.method.behaviour(request, Context(call))
             payload = response.SerializeToString()
         except (Exception, asyncio.CancelledError) as exc:
             _failed(call, exc)
             return
-        if call.code is None:
-            call.code = OK
-            call.head_sent = True
-            call._settle()
-            call.connection.send(call.stream, _HEAD, message(payload), _OK_TRAILERS)
-            if call.done_callbacks:
-                call._done()
+        _answered(call, payload, None)
 
     async def _stream(self, call: Call) -> None:
         try:
@@ -398,6 +409,20 @@ class Calls(Handler):
             _failed(call, exc)
             return
         call.finish(OK)
+
+
+def _answered(call: Call, payload: bytes | None, exc: BaseException | None) -> None:
+    """End a unary CALL with its response message's bytes, or for the exception its method met (unless the call
+    has ended meanwhile: its peer reset it, or its deadline passed)."""
+    if exc is not None:
+        _failed(call, exc)
+    elif call.code is None:
+        call.code = OK
+        call.head_sent = True
+        call._settle()
+        call.connection.send(call.stream, _HEAD, message(payload), _OK_TRAILERS)
+        if call.done_callbacks:
+            call._done()
 
 
 def _failed(call: Call, exc: BaseException) -> None:

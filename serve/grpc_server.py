@@ -17,7 +17,7 @@ import orjson
 from google.protobuf import json_format
 
 from serve.dataplane import OFFLOAD_BYTES, DataPlane
-from serve.grpc_calls import Calls, Context, Listener, Method, StatusCode
+from serve.grpc_calls import Abort, Calls, Context, Listener, Method, StatusCode
 from serve.grpc_codec import encode_grpc_response, parse_grpc_request
 from serve.proto import inference_pb2 as pb
 from serve.protocol import ProtocolError
@@ -40,6 +40,11 @@ def status_code(status: int) -> StatusCode:
     return _STATUS_CODES.get(status, StatusCode.INTERNAL)
 
 
+def _abort(exc: ProtocolError) -> Abort:
+    """The gRPC status and message answering a ProtocolError."""
+    return Abort(StatusCode.RESOURCE_EXHAUSTED if exc.exhausted else status_code(exc.status), exc.message)
+
+
 def _rpc(method: _Rpc) -> _Rpc:
     """A unary RPC that answers a ProtocolError it raises with the matching gRPC status and the message."""
 
@@ -48,8 +53,7 @@ def _rpc(method: _Rpc) -> _Rpc:
         try:
             return await method(self, request, context)
         except ProtocolError as exc:
-            code = StatusCode.RESOURCE_EXHAUSTED if exc.exhausted else status_code(exc.status)
-            await context.abort(code, exc.message)
+            raise _abort(exc) from None
 
     return rpc
 
@@ -120,6 +124,48 @@ class InferenceServicer:
         return response
 
     ModelInfer = _rpc(_infer)
+
+    def infer_direct(self, request: pb.ModelInferRequest, answered: Callable) -> asyncio.Future | None:
+        """ModelInfer without a task of its own (``Method.direct``): validate and queue the request now, call
+        ``answered`` with the response's bytes when its batch is done, and return the batcher's future (a
+        call that ends first cancels it, and a request still queued is dropped unrun). None for a request
+        large enough to be parsed on a helper thread (ModelInfer's task answers it)."""
+        nbytes = request.ByteSize()
+        if nbytes >= OFFLOAD_BYTES:
+            return None
+        start = perf_counter_ns()
+        plane = self.plane
+        model = None
+        try:
+            plane.admission.enter(nbytes)
+        except ProtocolError as exc:
+            raise _abort(exc) from None
+        try:
+            model = plane.model(request.model_name, request.model_version)
+            parsed = parse_grpc_request(request, model.signature)
+            job = model.batcher.submit(parsed)
+        except Exception as exc:
+            plane.admission.leave(nbytes)
+            raise _abort(plane.infer_failed(model, start, exc)) from None
+
+        def finished(future: asyncio.Future) -> None:
+            if future.cancelled():  # the call has ended: nothing to answer, nothing to count
+                plane.admission.leave(nbytes)
+                return
+            try:
+                selected = plane.outputs(model, parsed, model.batcher.result(job))
+                payload = encode_grpc_response(model.name, model.version, request.id, selected).SerializeToString()
+            except Exception as exc:
+                error = plane.infer_failed(model, start, exc)
+                plane.admission.leave(nbytes)
+                answered(None, _abort(error))
+                return
+            plane.admission.leave(nbytes)
+            plane.infer_succeeded(model, start)
+            answered(payload, None)
+
+        job.future.add_done_callback(finished)
+        return job.future
 
     async def ModelStreamInfer(self, request_iterator, context):
         """Answer each request of the stream as soon as it is done (so possibly out of order: match
@@ -193,8 +239,9 @@ def methods(servicer: InferenceServicer) -> dict[bytes, Method]:
     table = {}
     for method in pb.DESCRIPTOR.services_by_name["GRPCInferenceService"].methods:
         path = f"/{_SERVICE}/{method.name}"
+        direct = servicer.infer_direct if method.name == "ModelInfer" else None
         table[path.encode()] = Method(method.name, path, getattr(pb, method.input_type.name).FromString,
-                                      method.client_streaming, getattr(servicer, method.name))
+                                      method.client_streaming, getattr(servicer, method.name), direct)
     return table
 
 

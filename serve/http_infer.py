@@ -20,8 +20,6 @@ import asyncio
 from http import HTTPStatus
 from time import perf_counter_ns
 
-import httptools
-
 from serve.dataplane import OFFLOAD_BYTES
 from serve.protocol import ProtocolError, encode_infer_response, error_body, parse_infer_request
 
@@ -119,11 +117,13 @@ def direct_cycle(protocol) -> DirectCycle | None:
     parser = protocol.parser
     if parser.get_method() != b"POST" or parser.get_http_version() != "1.1" or parser.should_upgrade():
         return None
+    url = protocol.url
+    if b"?" in url or b"%" in url or b"#" in url or not url.startswith(b"/"):
+        return None  # a query, a quoted or an absolute-form target: left to the ASGI path's parsing
     try:
-        path = httptools.parse_url(protocol.url).path.decode("ascii")
-    except (httptools.HttpParserInvalidURLError, UnicodeDecodeError):
+        route = infer_route(url.decode("ascii"))
+    except UnicodeDecodeError:
         return None
-    route = infer_route(path) if "%" not in path else None
     sizes = _sizes(protocol.headers) if route is not None else None
     if sizes is None:
         return None
