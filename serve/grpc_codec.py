@@ -72,56 +72,60 @@ def _typed_tensor(spec: TensorSpec, contents: pb.InferTensorContents, shape: tup
 
 def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> InferRequest:
     """Validate a ModelInferRequest against a model, as parse_infer_request does for REST."""
-    if not request.inputs:
+    # Each read of a message's repeated field or string makes a new Python object: read each once.
+    tensors = request.inputs
+    if not tensors:
         raise ProtocolError("request 'inputs' must be a non-empty list of tensors")
     raw = request.raw_input_contents
-    if raw and len(raw) != len(request.inputs):
+    if raw and len(raw) != len(tensors):
         raise ProtocolError(
-            f"raw_input_contents has {len(raw)} entries, the request has {len(request.inputs)} inputs; "
+            f"raw_input_contents has {len(raw)} entries, the request has {len(tensors)} inputs; "
             "send every input raw or none"
-        )
-    if raw and any(tensor.HasField("contents") for tensor in request.inputs):
-        raise ProtocolError(
-            "the request has both raw_input_contents and typed contents; send every input one way"
         )
     specs = signature.input_specs
     inputs: dict[str, np.ndarray] = {}
     elements = 0
-    for index, tensor in enumerate(request.inputs):
-        spec = specs.get(tensor.name)
+    for index, tensor in enumerate(tensors):
+        name = tensor.name
+        spec = specs.get(name)
         if spec is None:
-            raise ProtocolError(f"unknown input {tensor.name!r}; the model's inputs are {', '.join(specs)}")
-        if tensor.name in inputs:
-            raise ProtocolError(f"input '{tensor.name}' is given more than once")
-        if tensor.datatype != spec.datatype:
-            raise ProtocolError(
-                f"input '{tensor.name}' has datatype {tensor.datatype!r}, the model expects {spec.datatype}"
-            )
+            raise ProtocolError(f"unknown input {name!r}; the model's inputs are {', '.join(specs)}")
+        if name in inputs:
+            raise ProtocolError(f"input '{name}' is given more than once")
+        datatype = tensor.datatype
+        if datatype != spec.datatype:
+            raise ProtocolError(f"input '{name}' has datatype {datatype!r}, the model expects {spec.datatype}")
         shape = check_shape(spec, list(tensor.shape), signature.max_rows_per_request, signature.batchable)
         count = math.prod(shape)
         elements = check_elements(elements + count, signature.max_elements)
-        if "shared_memory_region" in tensor.parameters:
-            raise ProtocolError(f"input '{tensor.name}' uses shared memory, which this server does not support")
+        if tensor.parameters and "shared_memory_region" in tensor.parameters:
+            raise ProtocolError(f"input '{name}' uses shared memory, which this server does not support")
+        has_contents = tensor.HasField("contents")
         if raw:
-            inputs[tensor.name] = _raw_tensor(spec, raw[index], index, shape, count)
-        elif tensor.HasField("contents"):
-            inputs[tensor.name] = _typed_tensor(spec, tensor.contents, shape, count)
+            if has_contents:
+                raise ProtocolError(
+                    "the request has both raw_input_contents and typed contents; send every input one way"
+                )
+            inputs[name] = _raw_tensor(spec, raw[index], index, shape, count)
+        elif has_contents:
+            inputs[name] = _typed_tensor(spec, tensor.contents, shape, count)
         else:
-            raise ProtocolError(f"input '{tensor.name}' has neither contents nor raw_input_contents")
-    missing = [name for name in specs if name not in inputs]
-    if missing:
+            raise ProtocolError(f"input '{name}' has neither contents nor raw_input_contents")
+    if len(inputs) != len(specs):
+        missing = [name for name in specs if name not in inputs]
         raise ProtocolError(f"missing input(s) {', '.join(missing)}; the model needs {', '.join(specs)}")
     check_not_empty(inputs)
     names = signature.output_names
     outputs: list[tuple[str, bool]] = []
     for wanted in request.outputs:
-        if wanted.name not in names:
-            raise ProtocolError(f"unknown output {wanted.name!r}; the model's outputs are {', '.join(names)}")
-        if any(wanted.name == seen for seen, _ in outputs):
-            raise ProtocolError(f"output '{wanted.name}' is requested more than once")
+        name = wanted.name
+        if name not in names:
+            raise ProtocolError(f"unknown output {name!r}; the model's outputs are {', '.join(names)}")
+        if any(name == seen for seen, _ in outputs):
+            raise ProtocolError(f"output '{name}' is requested more than once")
         if "classification" in wanted.parameters:
-            raise ProtocolError(f"output '{wanted.name}' asks for classification, which this server does not support")
-        outputs.append((wanted.name, True))
+            raise ProtocolError(f"output '{name}' asks for classification, which this server does not support")
+        outputs.append((name, True))
     rows, key = batch_key(inputs, signature)
     return InferRequest(request.id, inputs, outputs or [(name, True) for name in names], rows, key)
 
