@@ -10,7 +10,7 @@ from http import HTTPStatus
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from serve.http_infer import DirectCycle, answer, direct_cycle
+from serve.http_infer import DirectCycle, abandon, answer, direct_cycle
 from serve.protocol import error_body
 
 logger = logging.getLogger("serve")
@@ -125,6 +125,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._refused:
             return
         self._cancel_timers()
+        if isinstance(self.cycle, DirectCycle):
+            abandon(self.cycle)
         super().connection_lost(exc)
 
     def _cancel_timers(self) -> None:

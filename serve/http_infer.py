@@ -131,7 +131,22 @@ def direct_cycle(protocol) -> DirectCycle | None:
     limit = endpoint.limit if header_length is not None else endpoint.json_limit
     if declared > min(DIRECT_BODY_BYTES, limit) or (header_length is not None and header_length > endpoint.json_limit):
         return None
-    return DirectCycle(endpoint, route, header_length, parser.should_keep_alive(), protocol.transport)
+    # In flight from its headers on, holding the bytes it declares (as on the ASGI path, which answers a refusal).
+    held = declared * (1 if header_length is not None else JSON_WEIGHT)
+    try:
+        endpoint.plane.admission.enter(held)
+    except ProtocolError:
+        return None
+    cycle = DirectCycle(endpoint, route, header_length, parser.should_keep_alive(), protocol.transport)
+    cycle.held = held
+    return cycle
+
+
+def abandon(cycle: DirectCycle) -> None:
+    """The connection of a request whose body never completed has gone: give back what the request held."""
+    if cycle.more_body:
+        cycle.more_body = False
+        cycle.endpoint.plane.admission.leave(cycle.held)
 
 
 def answer(protocol, cycle: DirectCycle) -> None:
@@ -141,13 +156,6 @@ def answer(protocol, cycle: DirectCycle) -> None:
     plane = cycle.endpoint.plane
     body = cycle.body[0] if len(cycle.body) == 1 else b"".join(cycle.body)
     cycle.body = []
-    held = len(body) * (1 if cycle.header_length is not None else JSON_WEIGHT)
-    try:
-        plane.admission.enter(held)
-    except ProtocolError as exc:
-        _respond(protocol, cycle, exc.status, error_body(exc.message), None)
-        return
-    cycle.held = held
     model = None
     try:
         model = plane.model(cycle.model_name, cycle.version)
@@ -155,7 +163,7 @@ def answer(protocol, cycle: DirectCycle) -> None:
         job = model.batcher.submit(request)
     except Exception as exc:
         error = plane.infer_failed(model, cycle.start_ns, exc)
-        plane.admission.leave(held)
+        plane.admission.leave(cycle.held)
         _respond(protocol, cycle, error.status, error_body(error.message), None)
         return
     job.future.add_done_callback(lambda _: _finish(protocol, cycle, model, request, job))

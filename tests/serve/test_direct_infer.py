@@ -15,7 +15,7 @@ from uvicorn.server import ServerState
 
 from serve.app import create_app
 from serve.control import ModelControl
-from serve.dataplane import DataPlane
+from serve.dataplane import Admission, DataPlane
 from serve.http_guard import ConnectionLimits, guarded_protocol
 from serve.http_infer import DIRECT_BODY_BYTES, DirectCycle, _sizes, infer_route
 from serve.repository import Repository
@@ -113,13 +113,14 @@ def root(tmp_path_factory) -> Path:
     return root
 
 
-def serving(root: Path, check) -> None:
-    """Load ROOT, then await CHECK(connect), where connect() opens a connection to a real protocol instance."""
+def serving(root: Path, check, admission: Admission | None = None) -> None:
+    """Load ROOT, then await CHECK(connect), where connect() opens a connection to a real protocol instance
+    (``connect.plane`` is the data plane behind it)."""
 
     async def main() -> None:
         pool = InferencePool(1)
         repository = Repository(root, select_providers("cpu"), 1, pool, 8, 0)
-        plane = DataPlane(repository, ModelControl(repository, "none", 1.0))
+        plane = DataPlane(repository, ModelControl(repository, "none", 1.0), admission=admission)
         await plane.control.start()
         app = create_app(plane, pool, 1 << 26, on_fatal=lambda code: None)
         config = uvicorn.Config(app, http=guarded_protocol(ConnectionLimits()), lifespan="off", log_config=None,
@@ -135,6 +136,8 @@ def serving(root: Path, check) -> None:
             protocol = config.http_protocol_class(config=config, server_state=state, app_state={})
             await asyncio.get_running_loop().connect_accepted_socket(lambda: protocol, server_side)
             return _Connection(protocol, client)
+
+        connect.plane = plane
 
         try:
             await check(connect)
@@ -296,3 +299,29 @@ def test_concurrent_direct_requests_get_their_own_rows_back(root):
         assert stats["execution_count"] < len(xs)  # merged into batches
 
     serving(root, check)
+
+
+def test_a_request_is_in_flight_from_its_headers_and_an_abandoned_one_gives_its_place_back(root):
+    x = np.random.default_rng(7).standard_normal((2, 16)).astype(np.float32)
+    request = _binary(x)
+    head, body = request.split(b"\r\n\r\n", 1)
+
+    async def check(connect) -> None:
+        admission = connect.plane.admission
+        uploading = await connect()
+        await uploading.send(head + b"\r\n\r\n" + body[:10])
+        assert isinstance(uploading.protocol.cycle, DirectCycle)
+        assert (admission.requests, admission.bytes) == (1, len(body))
+        other = await connect()
+        await other.send(request)
+        status, _, answer = await other.response()  # the one place is taken: refused at once
+        assert status == "HTTP/1.1 503 Service Unavailable" and b"in flight" in answer
+        uploading.client.close()
+        await asyncio.sleep(0.05)
+        assert (admission.requests, admission.bytes) == (0, 0)
+        await other.send(request)
+        status, headers, answer = await other.response()
+        assert status == "HTTP/1.1 200 OK"
+        assert (admission.requests, admission.bytes) == (0, 0)
+
+    serving(root, check, Admission(max_requests=1))
