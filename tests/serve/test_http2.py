@@ -395,6 +395,30 @@ def test_calls_reset_while_queued_for_a_batch_are_never_run(start_server, reposi
     assert after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"] == 1
 
 
+def test_calls_reset_or_expired_while_queued_give_their_places_back(start_server, repository):
+    # Ten places in flight: ten calls queue for a slow-forming batch, five are reset and five expire, and
+    # every place is free again for the ten calls after them.
+    server = start_server(repository, "--max-queue-delay-us", "400000", "--max-inflight-requests", "10")
+    request = service_pb2.ModelInferRequest(model_name="multi", model_version="1")
+    request.inputs.add(name="features", datatype="FP32", shape=[1, 4]).contents.fp32_contents.extend([1, 2, 3, 4])
+    request.inputs.add(name="ids", datatype="INT64", shape=[1, 3]).contents.int64_contents.extend([1, 2, 3])
+    body = message(request.SerializeToString())
+    peer = Peer(server.grpc_address)
+    try:
+        peer.send(*(f for sid in range(1, 11, 2) for f in (peer.headers(sid, "ModelInfer"), frame(DATA, 1, sid, body))))
+        peer.send(*(f for sid in range(11, 21, 2)
+                    for f in (peer.headers(sid, "ModelInfer", extra=[("grpc-timeout", "50m")]), frame(DATA, 1, sid, body))))
+        time.sleep(0.1)
+        peer.send(*(frame(RST_STREAM, 0, sid, b"\0\0\0\x08") for sid in range(1, 11, 2)))
+        for sid in range(11, 21, 2):
+            assert peer.answer(sid)[2]["grpc-status"] == "4"
+        ids = range(21, 41, 2)
+        peer.send(*(f for sid in ids for f in (peer.headers(sid, "ModelInfer"), frame(DATA, 1, sid, body))))
+        assert [peer.answer(sid)[2]["grpc-status"] for sid in ids] == ["0"] * len(ids)
+    finally:
+        peer.close()
+
+
 def test_unfinished_messages_count_against_the_bytes_in_flight(start_server, repository):
     # 100 kB in flight at most: one upload declaring 80 kB holds its bytes while it arrives, and a second
     # one is refused at once; the first then completes as usual.
