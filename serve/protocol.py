@@ -98,10 +98,13 @@ class Signature:
     # Looked up by every request: the inputs by name and the output names, in model order.
     input_specs: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
     output_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    # What validating a binary request's JSON header found, by (header bytes, binary bytes): see _Plan.
+    plans: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "input_specs", {spec.name: spec for spec in self.inputs})
         object.__setattr__(self, "output_names", tuple(spec.name for spec in self.outputs))
+        object.__setattr__(self, "plans", {})
 
 
 @dataclass(slots=True)
@@ -299,17 +302,61 @@ def check_binary_header(header: bytes, signature: Signature) -> int:
     return announced
 
 
+# A client sending binary requests repeats the same JSON header byte for byte (only the tensors' bytes change), so
+# what validating a header found is kept per model signature: a repeat costs a lookup and a view per input.
+_PLAN_HEADER_BYTES = 4096
+_PLANS_PER_SIGNATURE = 256
+
+
+class _Plan:
+    """A validated binary request's layout: each input's name, dtype, byte offset, element count and shape, whether
+    its bytes need the BOOL check, and the request's id, outputs, rows and batch key."""
+
+    __slots__ = ("request_id", "tensors", "outputs", "rows", "key")
+
+    def __init__(self, request: InferRequest, tensors: list[tuple]) -> None:
+        self.request_id, self.outputs, self.rows, self.key = request.id, tuple(request.outputs), request.rows, request.key
+        self.tensors = tuple(tensors)
+
+    def request(self, blob: memoryview) -> InferRequest:
+        inputs = {}
+        for name, dtype, offset, count, shape, boolean in self.tensors:
+            array = np.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(shape)
+            if boolean and array.view(np.uint8).max() > 1:
+                raise ProtocolError(f"input '{name}' is BOOL, its binary bytes must each be 0 or 1")
+            inputs[name] = array
+        return InferRequest(self.request_id, inputs, list(self.outputs), self.rows, self.key)
+
+
 def parse_infer_request(body: bytes, header_length: int | None, signature: Signature) -> InferRequest:
     """Validate an inference request body (JSON, or JSON header plus binary tensors) against a model."""
     if header_length is None:
-        header, blob = body, memoryview(b"")
-    else:
-        if header_length > len(body):
-            raise ProtocolError(
-                f"Inference-Header-Content-Length is {header_length} but the body has only {len(body)} bytes"
-            )
-        view = memoryview(body)
-        header, blob = view[:header_length], view[header_length:]
+        return _parse(body, memoryview(b""), None, signature)
+    if header_length > len(body):
+        raise ProtocolError(
+            f"Inference-Header-Content-Length is {header_length} but the body has only {len(body)} bytes"
+        )
+    view = memoryview(body)
+    blob = view[header_length:]
+    if header_length > _PLAN_HEADER_BYTES:
+        return _parse(view[:header_length], blob, header_length, signature)
+    plans = signature.plans
+    key = (bytes(view[:header_length]), len(blob))
+    plan = plans.get(key)
+    if plan is not None:
+        return plan.request(blob)
+    layout: list[tuple] = []
+    request = _parse(key[0], blob, header_length, signature, layout)
+    if len(layout) == len(request.inputs):  # every input binary: the header says it all
+        if len(plans) >= _PLANS_PER_SIGNATURE:
+            plans.clear()
+        plans[key] = _Plan(request, layout)
+    return request
+
+
+def _parse(header, blob: memoryview, header_length: int | None, signature: Signature,
+           layout: list | None = None) -> InferRequest:
+    """parse_infer_request's validation; LAYOUT, when given, receives each binary input's _Plan entry."""
     try:
         request = orjson.loads(header)
     except orjson.JSONDecodeError as exc:
@@ -352,6 +399,8 @@ def parse_infer_request(body: bytes, header_length: int | None, signature: Signa
                     f"input '{name}' has 'binary_data_size' but the request has no Inference-Header-Content-Length header"
                 )
             inputs[name] = _binary_tensor(spec, size, blob, offset, shape, count)
+            if layout is not None:
+                layout.append((name, spec.dtype, offset, count, shape, spec.datatype == "BOOL" and count > 0))
             offset += size
         elif "data" in raw:
             inputs[name] = _json_tensor(spec, raw["data"], shape, count)

@@ -135,3 +135,67 @@ def test_response_encoding_round_trips(datatype, binary):
     assert header["model_name"] == "m" and header["model_version"] == "1" and header["id"] == "r"
     assert output["datatype"] == datatype and output["shape"] == [2, 3]
     np.testing.assert_array_equal(decoded, array)
+
+
+def _binary_body(header: dict, *arrays: np.ndarray) -> tuple[bytes, int]:
+    head = json.dumps(header).encode()
+    return head + b"".join(a.tobytes() for a in arrays), len(head)
+
+
+def _fresh_signature(*inputs: TensorSpec) -> Signature:
+    return Signature(inputs=inputs, outputs=(TensorSpec("y", "FP32", (-1, 1)),), batchable=True, max_rows_per_request=0)
+
+
+def test_a_repeated_binary_header_is_validated_once_and_reads_each_bodys_own_bytes():
+    signature = _fresh_signature(TensorSpec("x", "FP32", (-1, 3)), TensorSpec("ids", "INT64", (-1, 2)))
+    header = {"id": "r", "inputs": [
+        {"name": "ids", "datatype": "INT64", "shape": [2, 2], "parameters": {"binary_data_size": 32}},
+        {"name": "x", "datatype": "FP32", "shape": [2, 3], "parameters": {"binary_data_size": 24}}],
+        "outputs": [{"name": "y", "parameters": {"binary_data": True}}]}
+    rng = np.random.default_rng(0)
+    requests = []
+    for _ in range(3):
+        ids, x = rng.integers(0, 9, (2, 2)), rng.standard_normal((2, 3)).astype(np.float32)
+        body, length = _binary_body(header, ids, x)
+        request = parse_infer_request(body, length, signature)
+        np.testing.assert_array_equal(request.inputs["ids"], ids)
+        np.testing.assert_array_equal(request.inputs["x"], x)
+        requests.append(request)
+    assert len(signature.plans) == 1
+    first, *repeats = requests
+    for request in repeats:
+        assert list(request.inputs) == list(first.inputs) == ["ids", "x"]
+        assert (request.id, request.outputs, request.rows, request.key) == (first.id, first.outputs, first.rows,
+                                                                            first.key)
+        assert request.outputs is not first.outputs
+    # The same header with another body size is validated again, and refused.
+    body, length = _binary_body(header, rng.integers(0, 9, (2, 2)), np.zeros(7, np.float32))
+    with pytest.raises(ProtocolError, match="binary part"):
+        parse_infer_request(body, length, signature)
+
+
+def test_a_repeated_header_still_checks_bool_bytes_and_json_data_is_never_planned():
+    signature = _fresh_signature(TensorSpec("b", "BOOL", (-1, 2)), TensorSpec("x", "FP32", (-1, 1)))
+    header = {"inputs": [{"name": "b", "datatype": "BOOL", "shape": [1, 2], "parameters": {"binary_data_size": 2}},
+                         {"name": "x", "datatype": "FP32", "shape": [1, 1], "parameters": {"binary_data_size": 4}}]}
+    good, length = _binary_body(header, np.array([[1, 0]], np.uint8), np.ones(1, np.float32))
+    parse_infer_request(good, length, signature)
+    bad, _ = _binary_body(header, np.array([[1, 2]], np.uint8), np.ones(1, np.float32))
+    with pytest.raises(ProtocolError, match="BOOL"):
+        parse_infer_request(bad, length, signature)
+    mixed = {"inputs": [header["inputs"][0], {"name": "x", "datatype": "FP32", "shape": [1, 1], "data": [2.0]}]}
+    plain = _fresh_signature(*signature.inputs)
+    body, length = _binary_body(mixed, np.array([[1, 0]], np.uint8))
+    for _ in range(2):
+        assert parse_infer_request(body, length, plain).inputs["x"].tolist() == [[2.0]]
+    assert plain.plans == {}
+
+
+def test_plans_are_bounded_per_signature():
+    signature = _fresh_signature(TensorSpec("x", "FP32", (-1, 1)))
+    for i in range(300):
+        header = {"id": str(i), "inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 1],
+                                            "parameters": {"binary_data_size": 4}}]}
+        body, length = _binary_body(header, np.ones(1, np.float32))
+        assert parse_infer_request(body, length, signature).id == str(i)
+        assert len(signature.plans) <= 256
