@@ -88,8 +88,9 @@ class Method:
 
     def __init__(self, name: str, path: str, parse: Callable, streaming: bool, behaviour: Callable,
                  direct: Callable | None = None) -> None:
-        """DIRECT (unary methods only): ``direct(request, answered)`` answers a request without a task of its own,
-        calling ``answered(payload, None)`` or ``answered(None, exception)`` later, and returns the future to
+        """DIRECT (unary methods only): ``direct(payload, parse, answered)`` answers a request message's bytes
+        without a task of its own (``parse(payload)`` reads them as the call's message), calling
+        ``answered(response bytes, None)`` or ``answered(None, exception)`` later, and returns the future to
         cancel if the call ends first (its peer resets it, or its deadline passes); None leaves the request
         to BEHAVIOUR."""
         self.name, self.path, self.parse, self.streaming, self.behaviour = name, path, parse, streaming, behaviour
@@ -237,14 +238,18 @@ class Call:
             raise Abort(StatusCode.INVALID_ARGUMENT,
                         f"the request is not a valid {self.method.name} request message: {exc}") from None
 
-    def single(self):
-        """A unary method's one request message."""
+    def single(self) -> bytes:
+        """A unary method's one request message, unparsed (``parse`` reads it)."""
         if self.buffer:
             raise Abort(StatusCode.INTERNAL, "the request ended inside a message")
         if len(self.messages) != 1:
             raise Abort(StatusCode.UNIMPLEMENTED if self.messages else StatusCode.INTERNAL,
                         f"a unary call needs exactly one request message, not {len(self.messages)}")
-        return self._parse(self.messages.pop())
+        return self.messages.pop()
+
+    def parse(self, payload: bytes):
+        """The method's request message in PAYLOAD; a malformed one ends the call INVALID_ARGUMENT."""
+        return self._parse(payload)
 
     # -- ending
 
@@ -373,12 +378,13 @@ class Calls(Handler):
         call.end()
         if not call.method.streaming:
             try:
-                request = call.single()
+                payload = call.single()
                 if call.method.direct is not None:
                     # The work in flight, cancelled as a task would be when the call ends first.
-                    call.task = call.method.direct(request, functools.partial(_answered, call))
+                    call.task = call.method.direct(payload, call.parse, functools.partial(_answered, call))
                     if call.task is not None:
                         return
+                request = call.parse(payload)
             except (Exception, asyncio.CancelledError) as exc:
                 _failed(call, exc)
                 return

@@ -70,8 +70,9 @@ def _typed_tensor(spec: TensorSpec, contents: pb.InferTensorContents, shape: tup
     return np.array(values, dtype=spec.dtype).reshape(shape)
 
 
-def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> InferRequest:
-    """Validate a ModelInferRequest against a model, as parse_infer_request does for REST."""
+def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature, layout: list | None = None) -> InferRequest:
+    """Validate a ModelInferRequest against a model, as parse_infer_request does for REST. LAYOUT, when given,
+    receives each raw input's entry of a ``Plan``."""
     # Each read of a message's repeated field or string makes a new Python object: read each once.
     tensors = request.inputs
     if not tensors:
@@ -107,6 +108,8 @@ def parse_grpc_request(request: pb.ModelInferRequest, signature: Signature) -> I
                     "the request has both raw_input_contents and typed contents; send every input one way"
                 )
             inputs[name] = _raw_tensor(spec, raw[index], index, shape, count)
+            if layout is not None:
+                layout.append((name, spec.dtype, count, shape, spec.datatype == "BOOL" and count > 0))
         elif has_contents:
             inputs[name] = _typed_tensor(spec, tensor.contents, shape, count)
         else:
@@ -141,3 +144,62 @@ def encode_grpc_response(
             np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
         )
     return response
+
+
+# ModelInferRequest's raw_input_contents (field 7, length-delimited) as the first byte of its fields.
+_RAW_TAG = 7 << 3 | 2
+
+
+def split_raw(payload: bytes) -> tuple[bytes, list[memoryview]] | None:
+    """A ModelInferRequest's bytes before its raw_input_contents, and those contents, when the message is laid
+    out as protobuf writes one (every field length-delimited with a one-byte tag, the raw contents last); else
+    None. Two requests with the same first part and contents of the same sizes validate alike."""
+    view = memoryview(payload)
+    size, pos, head_end, raws = len(payload), 0, -1, []
+    while pos < size:
+        tag, start = payload[pos], pos
+        pos += 1
+        length = shift = 0
+        while True:
+            if pos >= size or shift > 28:
+                return None
+            byte = payload[pos]
+            pos += 1
+            length |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+        end = pos + length
+        if tag & 0x87 != 2 or end > size:
+            return None
+        if tag == _RAW_TAG:
+            if head_end < 0:
+                head_end = start
+            raws.append(view[pos:end])
+        elif head_end >= 0:
+            return None
+        pos = end
+    return (payload[:head_end] if head_end >= 0 else payload), raws
+
+
+class Plan:
+    """What validating a raw-contents ModelInferRequest found (see ``split_raw``): the model it names, the
+    signature it was checked against, each raw input's name, dtype, element count, shape and whether its bytes
+    need the BOOL check, and the request's id, outputs, rows and batch key."""
+
+    __slots__ = ("model_name", "model_version", "signature", "request_id", "tensors", "outputs", "rows", "key")
+
+    def __init__(self, request: pb.ModelInferRequest, signature: Signature, parsed: InferRequest,
+                 tensors: list[tuple]) -> None:
+        self.model_name, self.model_version, self.signature = request.model_name, request.model_version, signature
+        self.request_id, self.outputs, self.rows, self.key = parsed.id, tuple(parsed.outputs), parsed.rows, parsed.key
+        self.tensors = tuple(tensors)
+
+    def request(self, raws: list[memoryview]) -> InferRequest:
+        inputs = {}
+        for (name, dtype, count, shape, boolean), raw in zip(self.tensors, raws):
+            array = np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
+            if boolean and array.view(np.uint8).max() > 1:
+                raise ProtocolError(f"input '{name}' is BOOL, its raw bytes must each be 0 or 1")
+            inputs[name] = array
+        return InferRequest(self.request_id, inputs, list(self.outputs), self.rows, self.key)

@@ -18,7 +18,7 @@ from google.protobuf import json_format
 
 from serve.dataplane import OFFLOAD_BYTES, DataPlane
 from serve.grpc_calls import Abort, Calls, Context, Listener, Method, StatusCode
-from serve.grpc_codec import encode_grpc_response, parse_grpc_request
+from serve.grpc_codec import Plan, encode_grpc_response, parse_grpc_request, split_raw
 from serve.proto import inference_pb2 as pb
 from serve.protocol import ProtocolError
 
@@ -33,6 +33,8 @@ _STATUS_CODES = {
 }
 
 _Rpc = Callable[..., Awaitable[object]]
+# Validation plans kept for repeated raw-contents requests (see InferenceServicer._validated).
+_PLANS = 256
 
 
 def status_code(status: int) -> StatusCode:
@@ -71,6 +73,7 @@ class InferenceServicer:
         stream's next request is read only when one finishes, so a flooding client waits on flow control."""
         self.plane = plane
         self.stream_inflight = stream_inflight
+        self._plans: dict = {}
 
     async def ServerLive(self, request, context):
         return pb.ServerLiveResponse(live=self.plane.live())
@@ -125,25 +128,49 @@ class InferenceServicer:
 
     ModelInfer = _rpc(_infer)
 
-    def infer_direct(self, request: pb.ModelInferRequest, answered: Callable) -> asyncio.Future | None:
-        """ModelInfer without a task of its own (``Method.direct``): validate and queue the request now, call
-        ``answered`` with the response's bytes when its batch is done, and return the batcher's future (a
-        call that ends first cancels it, and a request still queued is dropped unrun). None for a request
-        large enough to be parsed on a helper thread (ModelInfer's task answers it)."""
-        nbytes = request.ByteSize()
+    def _validated(self, payload: bytes, parse: Callable) -> tuple:
+        """``(model, validated request)`` of a ModelInferRequest's bytes. A request whose fields before its raw
+        contents repeat, byte for byte, those of one validated before for the same model version (a client's
+        next call, as a rule), with contents of the same sizes, takes that validation's plan."""
+        split = split_raw(payload)
+        if split is not None and split[1]:
+            key = (split[0], tuple(len(raw) for raw in split[1]))
+            plan = self._plans.get(key)
+            if plan is not None:
+                model = self.plane.model(plan.model_name, plan.model_version)
+                if model.signature is plan.signature:
+                    return model, plan.request(split[1])
+        request = parse(payload)
+        model = self.plane.model(request.model_name, request.model_version)
+        layout: list = []
+        parsed = parse_grpc_request(request, model.signature, layout)
+        if split is not None and split[1] and len(layout) == len(parsed.inputs):
+            if len(self._plans) >= _PLANS:
+                self._plans.clear()
+            self._plans[key] = Plan(request, model.signature, parsed, layout)
+        return model, parsed
+
+    def infer_direct(self, payload: bytes, parse: Callable, answered: Callable) -> asyncio.Future | None:
+        """ModelInfer without a task of its own (``Method.direct``): validate and queue the request message in
+        PAYLOAD now, call ``answered`` with the response's bytes when its batch is done, and return the
+        batcher's future (a call that ends first cancels it, and a request still queued is dropped unrun).
+        None for a request large enough to be parsed on a helper thread (ModelInfer's task answers it)."""
+        nbytes = len(payload)
         if nbytes >= OFFLOAD_BYTES:
             return None
         start = perf_counter_ns()
         plane = self.plane
-        model = None
         try:
             plane.admission.enter(nbytes)
         except ProtocolError as exc:
             raise _abort(exc) from None
+        model = None
         try:
-            model = plane.model(request.model_name, request.model_version)
-            parsed = parse_grpc_request(request, model.signature)
+            model, parsed = self._validated(payload, parse)
             job = model.batcher.submit(parsed)
+        except Abort:
+            plane.admission.leave(nbytes)
+            raise
         except Exception as exc:
             plane.admission.leave(nbytes)
             raise _abort(plane.infer_failed(model, start, exc)) from None
@@ -154,7 +181,8 @@ class InferenceServicer:
                 return
             try:
                 selected = plane.outputs(model, parsed, model.batcher.result(job))
-                payload = encode_grpc_response(model.name, model.version, request.id, selected).SerializeToString()
+                response = encode_grpc_response(model.name, model.version, parsed.id or "", selected)
+                payload = response.SerializeToString()
             except Exception as exc:
                 error = plane.infer_failed(model, start, exc)
                 plane.admission.leave(nbytes)
