@@ -39,8 +39,9 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 '''
 
 # The transports' floors: the same protocols answering every inference request with a prepared
-# response and no work at all (uvicorn with httptools on uvloop for REST, grpcio's asyncio server
-# on uvloop or its thread-pool server for gRPC). What a server costs above them is its own.
+# response and no work at all (uvicorn with httptools on uvloop for REST, and a bare httptools protocol
+# without ASGI; grpcio's asyncio server on uvloop or its thread-pool server for gRPC). What a server costs
+# above them is its own.
 FLOOR_SERVER = '''
 import asyncio
 import sys
@@ -84,6 +85,32 @@ if kind == "rest":
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", http="httptools", loop="uvloop",
                 lifespan="off")
+elif kind == "protocol":
+    # No ASGI at all: an asyncio protocol on uvloop feeding httptools' parser, answering each complete request
+    # with one write (what serve's direct inference path keeps of HTTP).
+    import httptools
+    import uvloop
+
+    body = header + outputs
+    response = (b"HTTP/1.1 200 OK\\r\\ncontent-type: application/octet-stream\\r\\ninference-header-content-length: "
+                + str(len(header)).encode() + b"\\r\\ncontent-length: " + str(len(body)).encode() + b"\\r\\n\\r\\n" + body)
+
+    class Answering(asyncio.Protocol):
+        def connection_made(self, transport):
+            self.transport = transport
+            self.parser = httptools.HttpRequestParser(self)
+
+        def data_received(self, data):
+            self.parser.feed_data(data)
+
+        def on_message_complete(self):
+            self.transport.write(response)
+
+    async def serve_forever():
+        server = await asyncio.get_running_loop().create_server(Answering, "127.0.0.1", port)
+        await server.serve_forever()
+
+    uvloop.run(serve_forever())
 else:
     handler = grpc.method_handlers_generic_handler(
         "inference.GRPCInferenceService",

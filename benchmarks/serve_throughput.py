@@ -8,7 +8,8 @@ send tritonclient.grpc's ModelInferRequest, serialized once, over one connection
 in flight as the concurrency: "grpc" from prepared HTTP/2 frames (benchmarks/grpc_load.py, the
 counterpart of the raw REST client), "grpcio" through a grpc.aio channel (a real client's own cost).
 The floors answer every request with a prepared response and no work: uvicorn with httptools on
-uvloop (REST), grpcio's asyncio server on uvloop and its thread-pool server (gRPC). The table also
+uvloop and a bare httptools protocol on uvloop without ASGI (REST), grpcio's asyncio server on uvloop
+and its thread-pool server (gRPC). The table also
 shows the CPU time the server process and the load generator spent per request: what a server
 costs above its floor is its own. --baseline DIR serves another revision's serve/ package from DIR
 in the same run (git archive HEAD serve | tar -x -C DIR), for before/after figures side by side.
@@ -439,6 +440,7 @@ def _servers(args: argparse.Namespace, model: Path, workdir: Path) -> dict[str, 
     add("off", "serve, batching off", command + (["--threads", str(args.threads)] if args.threads else []),
         ("binary", "json"))
     add("floors", "floor: uvicorn", [sys.executable, str(floor_file), "rest"], ("binary",))
+    add("floors", "floor: httptools", [sys.executable, str(floor_file), "protocol"], ("binary",))
     for kind in ("grpc.aio", "grpc sync"):
         add("floors", f"floor: {kind}", [sys.executable, str(floor_file), kind.replace(" ", "")], ("grpc", "grpcio"),
             rest=False, grpc=True)
