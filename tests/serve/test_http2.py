@@ -371,16 +371,21 @@ def test_silent_connections_time_out_and_connections_past_the_cap_are_refused(st
         second.close()
 
 
+def _multi_call_body() -> bytes:
+    """The DATA of a ModelInfer call of model 'multi' with one row of typed contents."""
+    request = service_pb2.ModelInferRequest(model_name="multi", model_version="1")
+    request.inputs.add(name="features", datatype="FP32", shape=[1, 4]).contents.fp32_contents.extend([1, 2, 3, 4])
+    request.inputs.add(name="ids", datatype="INT64", shape=[1, 3]).contents.int64_contents.extend([1, 2, 3])
+    return message(request.SerializeToString())
+
+
 def test_calls_reset_while_queued_for_a_batch_are_never_run(start_server, repository):
     # Batches wait up to 0.4 s: twenty calls queue, their client resets them, and only the call sent after
     # them runs (a client resetting calls cannot queue work past the server's bounds).
     server = start_server(repository, "--max-queue-delay-us", "400000", "--max-batch-size", "64")
     stats = f"{server.url}/v2/models/multi/versions/1/stats"
     before = httpx.get(stats).json()["model_stats"][0]
-    request = service_pb2.ModelInferRequest(model_name="multi", model_version="1")
-    request.inputs.add(name="features", datatype="FP32", shape=[1, 4]).contents.fp32_contents.extend([1, 2, 3, 4])
-    request.inputs.add(name="ids", datatype="INT64", shape=[1, 3]).contents.int64_contents.extend([1, 2, 3])
-    body = message(request.SerializeToString())
+    body = _multi_call_body()
     peer = Peer(server.grpc_address)
     try:
         peer.send(*(f for sid in range(1, 41, 2) for f in (peer.headers(sid, "ModelInfer"), frame(DATA, 1, sid, body))))
@@ -399,10 +404,7 @@ def test_calls_reset_or_expired_while_queued_give_their_places_back(start_server
     # Ten places in flight: ten calls queue for a slow-forming batch, five are reset and five expire, and
     # every place is free again for the ten calls after them.
     server = start_server(repository, "--max-queue-delay-us", "400000", "--max-inflight-requests", "10")
-    request = service_pb2.ModelInferRequest(model_name="multi", model_version="1")
-    request.inputs.add(name="features", datatype="FP32", shape=[1, 4]).contents.fp32_contents.extend([1, 2, 3, 4])
-    request.inputs.add(name="ids", datatype="INT64", shape=[1, 3]).contents.int64_contents.extend([1, 2, 3])
-    body = message(request.SerializeToString())
+    body = _multi_call_body()
     peer = Peer(server.grpc_address)
     try:
         peer.send(*(f for sid in range(1, 11, 2) for f in (peer.headers(sid, "ModelInfer"), frame(DATA, 1, sid, body))))
