@@ -124,7 +124,7 @@ class Batcher:
         if isinstance(job.result, ProtocolError):
             raise job.result
         if job.result is None:
-            raise ProtocolError("inference could not run: the server is stopping", 503)
+            raise ProtocolError("inference could not run: its batch ended without a result", 500)
         return job.result
 
     def _admit(self, request: InferRequest) -> int:

@@ -229,9 +229,10 @@ class Call:
             if not self.messages and self.uncredited:
                 self.connection.credit(self.stream, self.uncredited)
                 self.uncredited = 0
-            yield self._parse(payload)
+            yield self.parse(payload)
 
-    def _parse(self, payload: bytes):
+    def parse(self, payload: bytes):
+        """The method's request message in PAYLOAD; a malformed one ends the call INVALID_ARGUMENT."""
         try:
             return self.method.parse(payload)
         except DecodeError as exc:
@@ -247,9 +248,6 @@ class Call:
                         f"a unary call needs exactly one request message, not {len(self.messages)}")
         return self.messages.pop()
 
-    def parse(self, payload: bytes):
-        """The method's request message in PAYLOAD; a malformed one ends the call INVALID_ARGUMENT."""
-        return self._parse(payload)
 
     # -- ending
 
