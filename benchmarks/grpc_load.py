@@ -34,6 +34,7 @@ class _Client(asyncio.Protocol):
         self.concurrency, self.stop_at, self.measure_from, self.limit = concurrency, stop_at, measure_from, limit
         self.next_id = 1
         self.sent_at: dict[int, float] = {}
+        self.starting: list[int] = []  # calls built since the last write
         self.latencies: list[float] = []
         self.errors = self.sent = 0
         self.received = 0
@@ -45,16 +46,26 @@ class _Client(asyncio.Protocol):
         self.transport = transport
         settings = (4).to_bytes(2, "big") + (1 << 24).to_bytes(4, "big")  # INITIAL_WINDOW_SIZE
         transport.write(PREFACE + frame(SETTINGS, 0, 0, settings) + frame(WINDOW_UPDATE, 0, 0, (1 << 30).to_bytes(4, "big")))
-        transport.write(b"".join(self._call(time.perf_counter()) for _ in range(self.concurrency)))
+        self._send([self._call(time.perf_counter()) for _ in range(self.concurrency)])
 
     def _call(self, now: float) -> bytes:
         if now >= self.stop_at or (self.limit and self.sent >= self.limit):
             return b""
         stream_id, self.next_id = self.next_id, self.next_id + 2
-        self.sent_at[stream_id] = now
+        self.starting.append(stream_id)
         self.sent += 1
         block = self.first_block if stream_id == 1 else self.block
         return frame(HEADERS, 0x4, stream_id, block) + frame(DATA, 0x1, stream_id, self.body)
+
+    def _send(self, out: list[bytes]) -> None:
+        """Write OUT; the calls it starts are timed from now, as the REST client times a request from its write
+        (not from when the response that let it start was read: the rest of that read is the client's work)."""
+        now = time.perf_counter()
+        for stream_id in self.starting:
+            self.sent_at[stream_id] = now
+        self.starting.clear()
+        if out:
+            self.transport.write(b"".join(out))
 
     def data_received(self, data: bytes) -> None:
         buffer = self.buffer + data
@@ -85,8 +96,7 @@ class _Client(asyncio.Protocol):
         if self.received >= 1 << 29:
             out.append(frame(WINDOW_UPDATE, 0, 0, self.received.to_bytes(4, "big")))
             self.received = 0
-        if out:
-            self.transport.write(b"".join(out))
+        self._send(out)
         if not self.sent_at and not self.done.done():
             self.done.set_result(None)
 
