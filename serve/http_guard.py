@@ -10,7 +10,7 @@ from http import HTTPStatus
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from serve.http_infer import DirectCycle, abandon, answer, direct_cycle
+from serve.http_infer import DirectCycle, abandon, answer, direct_cycle, remember, repeat_cycle
 from serve.protocol import error_body
 
 logger = logging.getLogger("serve")
@@ -120,6 +120,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._body_seen = 0.0
         self._body_timer = None
         self._header_timer = self.loop.call_later(self.limits.header_timeout_s, self._header_expired)
+        self._repeat = None  # the head of the last whole direct request (serve.http_infer.RepeatHead)
+        self._begun = 0
 
     def connection_lost(self, exc) -> None:
         if self._refused:
@@ -138,11 +140,23 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._lingering:
             return
+        fresh = self._awaiting_headers and not self._header_bytes  # the read starts a request
+        if fresh and self._repeat is not None:
+            cycle = repeat_cycle(self, self._repeat, data)
+            if cycle is not None:
+                self._unset_keepalive_if_required()
+                self.cycle = cycle
+                answer(self, cycle)
+                return
         if self._awaiting_headers:
             self._header_bytes += len(data)
+        self._begun = 0
         super().data_received(data)
         if self.transport.is_closing():
             return
+        if fresh and self._begun == 1 and self._awaiting_headers and isinstance(self.cycle, DirectCycle):
+            # One whole direct request and nothing else in this read: a later read may repeat its head.
+            self._repeat = remember(self.cycle, data) or self._repeat
         if self._awaiting_headers:
             if self._header_bytes > self.limits.max_header_bytes:
                 self._refuse(431, f"the request's headers exceed {self.limits.max_header_bytes} bytes")
@@ -152,6 +166,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._body_seen = self.loop.time()
             if self._body_timer is None:
                 self._body_timer = self.loop.call_later(self.limits.body_timeout_s, self._body_expired)
+
+    def on_message_begin(self) -> None:
+        self._begun += 1
+        super().on_message_begin()
 
     def on_headers_complete(self) -> None:
         self._awaiting_headers = False

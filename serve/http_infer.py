@@ -29,6 +29,8 @@ DIRECT_BODY_BYTES = 1 << 16
 # A JSON body costs many times its size once parsed (a 63 MB body peaked at +958 MiB), so it counts
 # this many times its size against the bytes in flight; a binary body's tensors are views of it.
 JSON_WEIGHT = 16
+# A connection remembers the head of its last whole direct request when it is at most this long (RepeatHead).
+REPEAT_HEAD_BYTES = 4096
 
 _STATUS_LINES: dict[int, bytes] = {}
 _JSON_TYPE = b"content-type: application/json\r\n"
@@ -64,7 +66,7 @@ class DirectCycle:
     attributes the protocol and the connection guard read and set on a cycle (``more_body``,
     ``response_started``, ``response_complete``, ``disconnected``, ``keep_alive``, ``message_event``)."""
 
-    __slots__ = ("endpoint", "model_name", "version", "header_length", "start_ns", "body", "held", "more_body",
+    __slots__ = ("endpoint", "model_name", "version", "header_length", "start_ns", "body", "held", "size", "more_body",
                  "response_started", "response_complete", "disconnected", "keep_alive", "message_event", "transport")
 
     def __init__(self, endpoint, route: tuple[str, str | None], header_length: int | None, keep_alive: bool,
@@ -74,7 +76,7 @@ class DirectCycle:
         self.header_length = header_length
         self.start_ns = perf_counter_ns()
         self.body: list[bytes] = []
-        self.held = 0
+        self.held = self.size = 0
         self.more_body = True
         self.response_started = self.response_complete = self.disconnected = False
         self.keep_alive = keep_alive
@@ -138,7 +140,51 @@ def direct_cycle(protocol) -> DirectCycle | None:
     except ProtocolError:
         return None
     cycle = DirectCycle(endpoint, route, header_length, parser.should_keep_alive(), protocol.transport)
-    cycle.held = held
+    cycle.held, cycle.size = held, declared
+    return cycle
+
+
+class RepeatHead:
+    """The request line and headers of a direct request that arrived whole in one read, and what they said.
+
+    A client sends the same head for every request of a kind (route, sizes and headers alike), so a later
+    read of these same bytes followed by exactly the body they declare is parsed the same way: the
+    connection answers it without the parser's callbacks and the head's checks (the body is validated
+    as ever). Each connection keeps the last such head of a keep-alive request.
+    """
+
+    __slots__ = ("head", "total", "route", "header_length", "held")
+
+    def __init__(self, head: bytes, total: int, cycle: DirectCycle) -> None:
+        self.head, self.total = head, total
+        self.route = (cycle.model_name, cycle.version)
+        self.header_length, self.held = cycle.header_length, cycle.held
+
+
+def remember(cycle: DirectCycle, data: bytes) -> RepeatHead | None:
+    """The head of CYCLE's request when DATA, one read, held that request and nothing else."""
+    head_size = len(data) - cycle.size
+    if not cycle.keep_alive or not 0 < head_size <= REPEAT_HEAD_BYTES:
+        return None
+    return RepeatHead(bytes(data[:head_size]), len(data), cycle)
+
+
+def repeat_cycle(protocol, repeat: RepeatHead, data: bytes) -> DirectCycle | None:
+    """A complete cycle for the read DATA when it is REPEAT's head and a body of its size and the connection
+    can take the direct path now (nothing in flight, writes not paused, a place free); None parses it."""
+    if len(data) != repeat.total or not data.startswith(repeat.head):
+        return None
+    cycle = protocol.cycle
+    if (cycle is not None and not cycle.response_complete) or protocol.pipeline or protocol.flow.write_paused:
+        return None
+    endpoint = protocol.app.infer
+    try:
+        endpoint.plane.admission.enter(repeat.held)
+    except ProtocolError:
+        return None
+    cycle = DirectCycle(endpoint, repeat.route, repeat.header_length, True, protocol.transport)
+    cycle.held, cycle.size = repeat.held, repeat.total - len(repeat.head)
+    cycle.body.append(data[len(repeat.head):])
     return cycle
 
 

@@ -325,3 +325,103 @@ def test_a_request_is_in_flight_from_its_headers_and_an_abandoned_one_gives_its_
         assert (admission.requests, admission.bytes) == (0, 0)
 
     serving(root, check, Admission(max_requests=1))
+
+
+class _CountingParser:
+    """The protocol's parser, counting the reads fed to it."""
+
+    def __init__(self, parser) -> None:
+        self.parser, self.fed = parser, 0
+
+    def feed_data(self, data: bytes) -> None:
+        self.fed += 1
+        self.parser.feed_data(data)
+
+    def __getattr__(self, name: str):
+        return getattr(self.parser, name)
+
+
+def test_a_repeated_request_head_skips_the_parser_and_is_answered_the_same(root):
+    rng = np.random.default_rng(8)
+    model = root / "classifier" / "1" / "model.onnx"
+    xs = [rng.standard_normal((2, 16)).astype(np.float32) for _ in range(4)]
+
+    async def check(connect) -> None:
+        connection = await connect()
+        counting = connection.protocol.parser = _CountingParser(connection.protocol.parser)
+
+        async def ask(request: bytes, x: np.ndarray, reads: int) -> None:
+            fed = counting.fed
+            await connection.send(request)
+            status, headers, body = await connection.response()
+            assert status == "HTTP/1.1 200 OK"
+            np.testing.assert_array_equal(_outputs(headers, body), reference(model, {"x": x})["y"])
+            assert counting.fed - fed == reads
+
+        await ask(_binary(xs[0]), xs[0], 1)
+        head = _binary(xs[0]).split(b"\r\n\r\n")[0] + b"\r\n\r\n"
+        assert connection.protocol._repeat.head == head
+        for x in xs[1:]:  # the same head, other values: not parsed
+            await ask(_binary(x), x, 0)
+        wider = rng.standard_normal((3, 16)).astype(np.float32)
+        await ask(_binary(wider), wider, 1)  # another Content-Length: parsed, then remembered
+        await ask(_binary(xs[1]), xs[1], 1)
+        await ask(_binary(xs[2]), xs[2], 0)
+        closing = _binary(xs[3], "Connection: close\r\n")
+        request = _binary(xs[3])
+        # Parsed: a body one byte short, a head changed by one byte, a request in two reads, two in one read.
+        await connection.send(request[:-1])
+        await asyncio.sleep(0.05)
+        assert counting.fed and isinstance(connection.protocol.cycle, DirectCycle)
+        await ask(request[-1:], xs[3], 1)
+        await ask(request.replace(b"Host: t", b"Host: u"), xs[3], 1)
+        await ask(request, xs[3], 1)
+        fed = counting.fed
+        await connection.send(request + request)
+        for _ in range(2):
+            status, headers, body = await connection.response()
+            np.testing.assert_array_equal(_outputs(headers, body), reference(model, {"x": xs[3]})["y"])
+        assert counting.fed == fed + 1
+        await ask(closing, xs[3], 1)
+        assert await connection.closed()
+
+    serving(root, check)
+
+
+def test_repeated_heads_answer_as_parsed_ones_byte_for_byte_and_wait_for_a_place(root):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    requests = [_binary(x), _json(x), _json(x, model="missing"), _binary(x).replace(b'"FP32"', b'"INT8"'),
+                _binary(x, binary_output=False)]
+
+    async def check(connect) -> None:
+        for request in requests:
+            connection = await connect()
+            counting = connection.protocol.parser = _CountingParser(connection.protocol.parser)
+            await connection.send(request)
+            parsed = await connection.response()
+            await connection.send(request)
+            repeated = await connection.response()
+            assert counting.fed == 1, request[:120]
+            for headers in (parsed[1], repeated[1]):
+                headers.pop("date", None)
+            assert parsed == repeated
+        admission = connect.plane.admission
+        head, body = requests[0].split(b"\r\n\r\n", 1)
+        repeating = await connect()
+        counting = repeating.protocol.parser = _CountingParser(repeating.protocol.parser)
+        await repeating.send(requests[0])
+        assert (await repeating.response())[0] == "HTTP/1.1 200 OK"
+        uploading = await connect()
+        await uploading.send(head + b"\r\n\r\n" + body[:10])  # takes the one place
+        await repeating.send(requests[0])
+        status, _, answer = await repeating.response()
+        assert status == "HTTP/1.1 503 Service Unavailable" and b"in flight" in answer
+        assert counting.fed == 2  # the refused repeat went through the parser and the ASGI path
+        uploading.client.close()
+        await asyncio.sleep(0.05)
+        await repeating.send(requests[0])
+        assert (await repeating.response())[0] == "HTTP/1.1 200 OK" and counting.fed == 2
+        assert (admission.requests, admission.bytes) == (0, 0)
+
+    serving(root, check, Admission(max_requests=1))
