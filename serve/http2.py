@@ -177,7 +177,7 @@ class Http2Connection(asyncio.Protocol):
         if self._preface_timer is not None:
             self._preface_timer.cancel()
         for stream_id in list(self.streams):
-            self.handler.reset(self, self._forget(stream_id))
+            self._reset_handler(self._forget(stream_id))
         self.on_close(self)
 
     def pause_writing(self) -> None:
@@ -241,7 +241,7 @@ class Http2Connection(asyncio.Protocol):
                 raise Http2Error(PROTOCOL_ERROR, "RST_STREAM on an idle stream")
             stream = self._forget(stream_id)
             if stream is not None:
-                self.handler.reset(self, stream)
+                self._reset_handler(stream)
         elif kind == PRIORITY:
             if not stream_id or len(payload) != 5:
                 raise Http2Error(PROTOCOL_ERROR, "a malformed PRIORITY")
@@ -502,6 +502,7 @@ class Http2Connection(asyncio.Protocol):
     def _finish(self, stream: Stream) -> None:
         """We ended STREAM: forget it (asking the peer to stop sending when it has not ended it)."""
         self._forget(stream.id)
+        stream.call = None  # the handler's call refers to its stream: no cycle left for the garbage collector
         if not stream.remote_ended:
             self.write(frame(RST_STREAM, 0, stream.id, NO_ERROR.to_bytes(4, "big")))
         self._close_if_done()
@@ -518,8 +519,14 @@ class Http2Connection(asyncio.Protocol):
         """End STREAM abruptly with CODE (its handler is told)."""
         if self._forget(stream.id) is not None:
             self.write(frame(RST_STREAM, 0, stream.id, code.to_bytes(4, "big")))
-            self.handler.reset(self, stream)
+            self._reset_handler(stream)
             self._close_if_done()
+
+    def _reset_handler(self, stream: Stream) -> None:
+        """Tell the handler that STREAM, forgotten, ended abruptly; then drop the handler's call from it (the
+        call refers to its stream, and the pair would otherwise wait for the cyclic garbage collector)."""
+        self.handler.reset(self, stream)
+        stream.call = None
 
     def go_away(self) -> None:
         """Accept no new streams; close once the open ones are answered."""

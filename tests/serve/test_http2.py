@@ -4,9 +4,11 @@ directions, and what a broken or hostile peer gets (RFC 9113's connection and st
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import struct
 import time
+import weakref
 
 import hpack
 import httpx
@@ -476,3 +478,51 @@ def test_the_server_needs_no_grpcio():
     code = "import sys; sys.modules['grpc'] = None; import serve.__main__, serve.grpc_server, serve.app"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+class _CallsThatReferToTheirStreams(Handler):
+    """Attaches to each stream a call that refers back to it (as serve.grpc_calls does) and answers a stream
+    as soon as the peer ends it."""
+
+    class Call:
+        def __init__(self, stream):
+            self.stream = stream
+
+    def __init__(self):
+        self.calls = []
+
+    def opened(self, connection, stream, ended):
+        stream.call = self.Call(stream)
+        self.calls.append(weakref.ref(stream.call))
+        if ended:
+            self.ended(connection, stream)
+
+    def received(self, connection, stream, data):
+        pass
+
+    def ended(self, connection, stream):
+        connection.send(stream, b"\x88", b"", b"\x88")
+
+    def reset(self, connection, stream):
+        assert stream.call is not None  # the handler still finds its call when told
+
+
+def test_streams_and_their_calls_are_freed_without_the_garbage_collector():
+    # A call and its stream refer to each other; a stream that ends (answered, reset by the peer, or on a
+    # connection that goes) drops its call, so neither waits for a collection of cyclic garbage.
+    async def run(handler) -> None:
+        connection = Http2Connection(handler, 8, lambda _: None)
+        connection.connection_made(_Transport())
+        block = hpack.Encoder().encode([(":method", "POST"), (":path", PATH + "ModelInfer")])
+        connection.data_received(PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, 0x5, 1, block)
+                                 + frame(HEADERS, 0x4, 3, block) + frame(HEADERS, 0x4, 5, block)
+                                 + frame(RST_STREAM, 0, 3, b"\0\0\0\x08"))
+        connection.connection_lost(None)
+
+    handler = _CallsThatReferToTheirStreams()
+    gc.disable()
+    try:
+        asyncio.run(run(handler))
+        assert len(handler.calls) == 3 and all(call() is None for call in handler.calls)
+    finally:
+        gc.enable()
