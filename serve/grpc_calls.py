@@ -314,24 +314,32 @@ class Calls(Handler):
         self.admission = admission
         self.max_message_bytes = max_message_bytes
         self.access_log = access_log
+        self._known: tuple | None = None  # (header list, its method, its grpc-timeout) of the last call opened
 
     def opened(self, connection: Http2Connection, stream: Stream, ended: bool) -> None:
-        headers = dict(stream.headers)
-        failure = self._refusal(headers)
-        if failure is not None:
-            connection.send(stream, b"", b"", failure)
-            return
-        method = self.methods.get(headers.get(b":path", b""))
-        if method is None:
-            path = headers.get(b":path", b"").decode("latin-1")
-            connection.send(stream, b"", b"", trailers(StatusCode.UNIMPLEMENTED, f"Method not found: {path}",
-                                                       head=True))
-            return
+        known = self._known
+        if known is not None and known[0] is stream.headers:
+            # The same decoded header list as the last call's (a client's repeated header block, decoded once
+            # by its connection): the same method and deadline.
+            method, timeout = known[1], known[2]
+        else:
+            headers = dict(stream.headers)
+            failure = self._refusal(headers)
+            if failure is not None:
+                connection.send(stream, b"", b"", failure)
+                return
+            method = self.methods.get(headers.get(b":path", b""))
+            if method is None:
+                path = headers.get(b":path", b"").decode("latin-1")
+                connection.send(stream, b"", b"", trailers(StatusCode.UNIMPLEMENTED, f"Method not found: {path}",
+                                                           head=True))
+                return
+            timeout = headers.get(b"grpc-timeout")
+            self._known = (stream.headers, method, timeout)
         call = Call(self, connection, stream, method)
         stream.call = call
         if self.access_log:
             call.done_callbacks.append(functools.partial(_log_call, method.path))
-        timeout = headers.get(b"grpc-timeout")
         if timeout is not None:
             seconds = _timeout(timeout)
             if seconds is None:

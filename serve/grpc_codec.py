@@ -148,6 +148,51 @@ def encode_grpc_response(
 
 # ModelInferRequest's raw_input_contents (field 7, length-delimited) as the first byte of its fields.
 _RAW_TAG = 7 << 3 | 2
+# ModelInferResponse's id (field 3) and raw_output_contents (field 6), length-delimited.
+_ID_TAG, _RAW_OUT_TAG = bytes((3 << 3 | 2,)), bytes((6 << 3 | 2,))
+# Response heads kept by encode_grpc_response_bytes (cleared when full: models and output shapes vary).
+_RESPONSE_HEADS = 256
+_response_heads: dict[tuple, tuple[bytes, bytes]] = {}
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_grpc_response_bytes(
+    model_name: str, model_version: str, request_id: str, outputs: list[tuple[str, np.ndarray, bool]]
+) -> bytes:
+    """``encode_grpc_response(...).SerializeToString()``, byte for byte, without building the message each time.
+
+    Protobuf writes a message's fields in the order of their numbers: the model's name and version (1, 2),
+    the id (3), the outputs' names, datatypes and shapes (5), then their raw contents (6). Fields 1-2 and 5
+    are serialized once per model version and output layout; the id and the contents are framed here.
+    """
+    key = (model_name, model_version, tuple((name, array.dtype, array.shape) for name, array, _ in outputs))
+    heads = _response_heads.get(key)
+    if heads is None:
+        described = pb.ModelInferResponse()
+        for name, array, _ in outputs:
+            described.outputs.add(name=name, datatype=datatype_of(array), shape=array.shape)
+        heads = (pb.ModelInferResponse(model_name=model_name, model_version=model_version).SerializeToString(),
+                 described.SerializeToString())
+        if len(_response_heads) >= _RESPONSE_HEADS:
+            _response_heads.clear()
+        _response_heads[key] = heads
+    parts = [heads[0]]
+    if request_id:
+        text = request_id.encode("utf-8")
+        parts += [_ID_TAG, _varint(len(text)), text]
+    parts.append(heads[1])
+    for _, array, _ in outputs:
+        raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+        parts += [_RAW_OUT_TAG, _varint(len(raw)), raw]
+    return b"".join(parts)
 
 
 def split_raw(payload: bytes) -> tuple[bytes, list[memoryview]] | None:
@@ -180,6 +225,36 @@ def split_raw(payload: bytes) -> tuple[bytes, list[memoryview]] | None:
             return None
         pos = end
     return (payload[:head_end] if head_end >= 0 else payload), raws
+
+
+class RawLayout:
+    """Where ``split_raw`` found a request's parts: its first part, then each raw content behind its tag and
+    length. A request of the same size that starts with the same first part and frames contents of the same
+    sizes with the same bytes splits the same way, so it is recognised without walking its fields. Carries
+    the ``Plan`` that the request validated to."""
+
+    __slots__ = ("head", "total", "marks", "spans", "plan")
+
+    def __init__(self, head: bytes, sizes: tuple[int, ...], plan: Plan) -> None:
+        self.head, self.plan = head, plan
+        pos, marks, spans = len(head), [], []
+        for size in sizes:
+            mark = bytes((_RAW_TAG,)) + _varint(size)
+            marks.append((pos, pos + len(mark), mark))
+            pos += len(mark)
+            spans.append((pos, pos + size))
+            pos += size
+        self.total, self.marks, self.spans = pos, tuple(marks), tuple(spans)
+
+    def split(self, payload: bytes) -> list[memoryview] | None:
+        """``split_raw(payload)[1]`` when PAYLOAD is laid out as this layout's request, else None."""
+        if len(payload) != self.total or not payload.startswith(self.head):
+            return None
+        for start, end, mark in self.marks:
+            if payload[start:end] != mark:
+                return None
+        view = memoryview(payload)
+        return [view[start:end] for start, end in self.spans]
 
 
 class Plan:

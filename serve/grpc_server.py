@@ -18,7 +18,14 @@ from google.protobuf import json_format
 
 from serve.dataplane import OFFLOAD_BYTES, DataPlane
 from serve.grpc_calls import Abort, Calls, Context, Listener, Method, StatusCode
-from serve.grpc_codec import Plan, encode_grpc_response, parse_grpc_request, split_raw
+from serve.grpc_codec import (
+    Plan,
+    RawLayout,
+    encode_grpc_response,
+    encode_grpc_response_bytes,
+    parse_grpc_request,
+    split_raw,
+)
 from serve.proto import inference_pb2 as pb
 from serve.protocol import ProtocolError
 
@@ -74,6 +81,7 @@ class InferenceServicer:
         self.plane = plane
         self.stream_inflight = stream_inflight
         self._plans: dict = {}
+        self._layout: RawLayout | None = None  # where the last planned request kept its parts
 
     async def ServerLive(self, request, context):
         return pb.ServerLiveResponse(live=self.plane.live())
@@ -132,6 +140,12 @@ class InferenceServicer:
         """``(model, validated request)`` of a ModelInferRequest's bytes. A request whose fields before its raw
         contents repeat, byte for byte, those of one validated before for the same model version (a client's
         next call, as a rule), with contents of the same sizes, takes that validation's plan."""
+        last = self._layout
+        raws = last.split(payload) if last is not None else None
+        if raws is not None:  # laid out as the last planned request: no walk over its fields
+            model = self.plane.model(last.plan.model_name, last.plan.model_version)
+            if model.signature is last.plan.signature:
+                return model, last.plan.request(raws)
         split = split_raw(payload)
         if split is not None and split[1]:
             key = (split[0], tuple(len(raw) for raw in split[1]))
@@ -139,15 +153,18 @@ class InferenceServicer:
             if plan is not None:
                 model = self.plane.model(plan.model_name, plan.model_version)
                 if model.signature is plan.signature:
+                    if last is None or last.plan is not plan:
+                        self._layout = RawLayout(*key, plan)
                     return model, plan.request(split[1])
         request = parse(payload)
         model = self.plane.model(request.model_name, request.model_version)
-        layout: list = []
-        parsed = parse_grpc_request(request, model.signature, layout)
-        if split is not None and split[1] and len(layout) == len(parsed.inputs):
+        tensors: list = []
+        parsed = parse_grpc_request(request, model.signature, tensors)
+        if split is not None and split[1] and len(tensors) == len(parsed.inputs):
             if len(self._plans) >= _PLANS:
                 self._plans.clear()
-            self._plans[key] = Plan(request, model.signature, parsed, layout)
+            plan = self._plans[key] = Plan(request, model.signature, parsed, tensors)
+            self._layout = RawLayout(*key, plan)
         return model, parsed
 
     def infer_direct(self, payload: bytes, parse: Callable, answered: Callable) -> asyncio.Future | None:
@@ -181,8 +198,7 @@ class InferenceServicer:
                 return
             try:
                 selected = plane.outputs(model, parsed, model.batcher.result(job))
-                response = encode_grpc_response(model.name, model.version, parsed.id or "", selected)
-                payload = response.SerializeToString()
+                payload = encode_grpc_response_bytes(model.name, model.version, parsed.id or "", selected)
             except Exception as exc:
                 error = plane.infer_failed(model, start, exc)
                 plane.admission.leave(nbytes)

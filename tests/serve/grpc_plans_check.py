@@ -22,7 +22,7 @@ from onnx import TensorProto, helper
 from serve.control import ModelControl
 from serve.dataplane import DataPlane
 from serve.grpc_calls import Abort, StatusCode
-from serve.grpc_codec import split_raw
+from serve.grpc_codec import RawLayout, encode_grpc_response, encode_grpc_response_bytes, split_raw
 from serve.grpc_server import InferenceServicer
 from serve.proto import inference_pb2 as pb
 from serve.repository import Repository
@@ -53,6 +53,47 @@ def check_split_raw_parts_a_request_as_protobuf_writes_it():
     typed = pb.ModelInferRequest(model_name="multi")
     typed.inputs.add(name="features").contents.fp32_contents.extend([1, 2])
     assert split_raw(typed.SerializeToString()) == (typed.SerializeToString(), [])
+
+
+def check_a_raw_layout_splits_requests_laid_out_alike_and_no_others():
+    rng = np.random.default_rng(5)
+    features, ids = rng.standard_normal((40, 4)).astype(np.float32), rng.integers(0, 5, (40, 3))  # 640, 960 bytes
+    payload = _request(features, ids, "id-1").SerializeToString()
+    head, raws = split_raw(payload)
+    layout = RawLayout(head, tuple(len(raw) for raw in raws), plan=None)
+    assert layout.total == len(payload)
+    other = _request(features + 1, ids + 1, "id-1").SerializeToString()
+    for request in (payload, other):
+        assert [bytes(raw) for raw in layout.split(request)] == [bytes(raw) for raw in split_raw(request)[1]]
+    at = len(head)
+    assert payload[-963:-960] == bytes((7 << 3 | 2,)) + bytes((0xC0, 0x07))  # the second content's tag, 960
+    unlike = [
+        _request(features, ids, "id-2").SerializeToString(),  # another id, same size
+        _request(features[:39], ids, "id-1").SerializeToString(),  # another size
+        payload[:at] + bytes((8 << 3 | 2,)) + payload[at + 1:],  # the first content under another field's tag
+        payload[:at + 1] + bytes((payload[at + 1] + 1,)) + payload[at + 2:],  # its length changed
+        payload[:-963] + bytes((0x3B,)) + payload[-962:],  # the second content's tag changed
+    ]
+    for request in unlike:
+        assert len(request) != len(payload) or request != payload
+        assert layout.split(request) is None
+
+
+def check_responses_framed_from_kept_heads_equal_protobufs_own():
+    rng = np.random.default_rng(4)
+    outputs = [
+        [("y", rng.random((1, 10), dtype=np.float32), True)],
+        [("y", rng.random((2, 3), dtype=np.float32), True), ("n", np.zeros((3, 0), np.int64), True)],
+        [("p", rng.random((7, 40)), False), ("b", np.array([[True, False]]), True)],  # 2,240 raw bytes
+        [("h", rng.random((4, 5)).astype(">f2"), True), ("u", np.arange(300, dtype=np.uint8).reshape(3, 100), True)],
+        [("s", np.float32(2.5).reshape(()), True)],
+    ]
+    for model in ("mlp", "m" * 200):
+        for request_id in ("", "a", "\u00e9" * 100):
+            for selected in outputs:
+                for _ in range(2):  # built, then from the kept heads
+                    expected = encode_grpc_response(model, "12", request_id, selected).SerializeToString()
+                    assert encode_grpc_response_bytes(model, "12", request_id, selected) == expected
 
 
 def check_split_raw_leaves_other_layouts_to_the_full_parse():

@@ -526,3 +526,26 @@ def test_streams_and_their_calls_are_freed_without_the_garbage_collector():
         assert len(handler.calls) == 3 and all(call() is None for call in handler.calls)
     finally:
         gc.enable()
+
+
+def test_repeated_header_blocks_name_their_own_method_and_deadline(peer):
+    # A client's repeated block is decoded once and its method looked up once; a block naming another method
+    # or carrying a deadline between repeats is read for itself.
+    values = np.ones((1, 16), np.float32)
+    body = message(infer_request(values))
+    live = message(b"")
+    sid = 1
+    for method, extra, data, status in [("ModelInfer", (), body, "0"), ("ModelInfer", (), body, "0"),
+                                        ("ServerLive", (), live, "0"), ("ModelInfer", (), body, "0"),
+                                        ("NoSuchMethod", (), live, "12"), ("ModelInfer", (), body, "0"),
+                                        ("ModelInfer", (("grpc-timeout", "soon"),), body, "3"),
+                                        ("ModelInfer", (), body, "0"), ("ModelInfer", (), body, "0")]:
+        peer.send(peer.headers(sid, method, extra=extra), frame(DATA, 1, sid, data))
+        head, answer, trailer = peer.answer(sid)
+        assert trailer["grpc-status"] == status, (method, extra, trailer)
+        if method == "ServerLive":
+            assert answer[5:] == service_pb2.ServerLiveResponse(live=True).SerializeToString()
+        elif status == "0":
+            response = service_pb2.ModelInferResponse.FromString(answer[5:])
+            assert response.model_name == "mlp" and response.outputs[0].shape[0] == 1
+        sid += 2
