@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import deque
+from collections.abc import Callable
 from time import perf_counter_ns
 
 import numpy as np
@@ -19,14 +21,16 @@ logger = logging.getLogger("serve.batcher")
 class _Job:
     """One request waiting for, or taking part in, a session run."""
 
-    __slots__ = ("request", "future", "arrival", "enqueued_ns", "result")
+    __slots__ = ("request", "future", "arrival", "enqueued_ns", "result", "listener")
 
-    def __init__(self, request: InferRequest, future: asyncio.Future | None, arrival: float) -> None:
+    def __init__(self, request: InferRequest, future: asyncio.Future | None, arrival: float,
+                 listener: Callable[[_Job], None] | None = None) -> None:
         self.request = request
         self.future = future
         self.arrival = arrival
         self.enqueued_ns = perf_counter_ns()
         self.result: list[np.ndarray] | ProtocolError | None = None
+        self.listener = listener
 
 
 class Batcher:
@@ -61,7 +65,6 @@ class Batcher:
         # The batching loop's event loop (asyncio.get_running_loop() makes a system call on every call).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
-        self._running: set[asyncio.Task] = set()
         self.max_queue_size = max_queue_size
         self.max_elements = max_elements
         self.name = name
@@ -90,31 +93,33 @@ class Batcher:
         await job.future
         return self.result(job)
 
-    def submit(self, request: InferRequest) -> _Job:
+    def submit(self, request: InferRequest, listener: Callable[[_Job], None] | None = None) -> _Job:
         """Queue a validated request (or start its run at once when it cannot be merged) and return its job,
         whose ``future`` completes once ``result(job)`` can tell the outputs. Raises the capacity errors.
 
-        A transport may await the future (``infer``) or add a done callback to it; cancelling it before its
-        batch forms drops the request unrun."""
+        A transport may await the future (``infer``), add a done callback to it, or pass LISTENER, called
+        once with the job: as soon as its batch's results reach the event loop (a pass before the future's
+        own callbacks run), or when its future is cancelled. Cancelling the future before its batch forms
+        drops the request unrun."""
         running = self._task is not None and not self._task.done()
         loop = self._loop if running else asyncio.get_running_loop()
         elements = self._admit(request)
-        job = _Job(request, loop.create_future(), loop.time())
+        job = _Job(request, loop.create_future(), loop.time(), listener)
         self.pending += 1
         self.elements += elements
-        job.future.add_done_callback(lambda _: self._settled(elements))
+        job.future.add_done_callback(lambda future: self._settled(elements, job, future))
         if not running or request.key is None:
-            task = loop.create_task(self._dispatch([job], release=False))
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
+            self._launch([job], loop, release=False)
         else:
             self._queue.append(job)
             self._wake()
         return job
 
-    def _settled(self, elements: int) -> None:
+    def _settled(self, elements: int, job: _Job, future: asyncio.Future) -> None:
         self.pending -= 1
         self.elements -= elements
+        if future.cancelled() and job.listener is not None:
+            job.listener(job)
 
     @staticmethod
     def result(job: _Job) -> list[np.ndarray]:
@@ -216,15 +221,17 @@ class Batcher:
             if not batch:
                 self._slots.release()
                 continue
-            task = loop.create_task(self._dispatch(batch, release=True))
-            # The loop holds tasks only weakly; keeping a reference until the batch is done
-            # stops a running batch from being garbage-collected.
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
+            self._launch(batch, loop, release=True)
 
-    async def _dispatch(self, batch: list[_Job], release: bool) -> None:
+    def _launch(self, batch: list[_Job], loop: asyncio.AbstractEventLoop, release: bool) -> None:
+        """Run BATCH on a pool thread; its results are handed out by the callback the thread schedules."""
+        self._pool.submit(self._execute, (batch,), functools.partial(self._ran, batch, release), loop)
+
+    def _ran(self, batch: list[_Job], release: bool, executions: list[tuple] | None, error: Exception | None) -> None:
+        """On the event loop, once BATCH has run: count it, free its run slot, and hand each job its result."""
         try:
-            executions = await self._pool.run(self._execute, batch)
+            if error is not None:
+                raise error
             for start_ns, jobs, input_ns, infer_ns, output_ns in executions:
                 queue_ns = [start_ns - job.enqueued_ns for job in jobs]
                 rows = sum(job.request.rows for job in jobs)
@@ -238,8 +245,15 @@ class Batcher:
             if release:
                 self._slots.release()
             for job in batch:
-                if job.future is not None and not job.future.done():
-                    job.future.set_result(None)
+                future = job.future
+                if future is None or future.done():
+                    continue
+                future.set_result(None)
+                if job.listener is not None:
+                    try:
+                        job.listener(job)
+                    except Exception:
+                        logger.exception("an inference listener failed")
 
     def _execute(self, batch: list[_Job]) -> list[tuple]:
         """Run a batch in a pool thread; falls back to one run per job if the merged run fails."""

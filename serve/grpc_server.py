@@ -182,18 +182,9 @@ class InferenceServicer:
         except ProtocolError as exc:
             raise _abort(exc) from None
         model = None
-        try:
-            model, parsed = self._validated(payload, parse)
-            job = model.batcher.submit(parsed)
-        except Abort:
-            plane.admission.leave(nbytes)
-            raise
-        except Exception as exc:
-            plane.admission.leave(nbytes)
-            raise _abort(plane.infer_failed(model, start, exc)) from None
 
-        def finished(future: asyncio.Future) -> None:
-            if future.cancelled():  # the call has ended: nothing to answer, nothing to count
+        def finished(job) -> None:
+            if job.future.cancelled():  # the call has ended: nothing to answer, nothing to count
                 plane.admission.leave(nbytes)
                 return
             try:
@@ -208,7 +199,15 @@ class InferenceServicer:
             plane.infer_succeeded(model, start)
             answered(payload, None)
 
-        job.future.add_done_callback(finished)
+        try:
+            model, parsed = self._validated(payload, parse)
+            job = model.batcher.submit(parsed, finished)
+        except Abort:
+            plane.admission.leave(nbytes)
+            raise
+        except Exception as exc:
+            plane.admission.leave(nbytes)
+            raise _abort(plane.infer_failed(model, start, exc)) from None
         return job.future
 
     async def ModelStreamInfer(self, request_iterator, context):

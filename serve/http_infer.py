@@ -206,13 +206,11 @@ def answer(protocol, cycle: DirectCycle) -> None:
     try:
         model = plane.model(cycle.model_name, cycle.version)
         request = parse_infer_request(body, cycle.header_length, model.signature)
-        job = model.batcher.submit(request)
+        model.batcher.submit(request, lambda job: _finish(protocol, cycle, model, request, job))
     except Exception as exc:
         error = plane.infer_failed(model, cycle.start_ns, exc)
         plane.admission.leave(cycle.held)
         _respond(protocol, cycle, error.status, error_body(error.message), None)
-        return
-    job.future.add_done_callback(lambda _: _finish(protocol, cycle, model, request, job))
 
 
 def _finish(protocol, cycle: DirectCycle, model, request, job) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import queue
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,22 +273,29 @@ class InferencePool:
 
     def run(self, fn, *args) -> asyncio.Future:
         """Schedule fn(*args) on a pool thread and return an awaitable for its result."""
+        future = asyncio.get_running_loop().create_future()
+        self.submit(fn, args, functools.partial(_settle, future))
+        return future
+
+    def submit(self, fn, args: tuple, done: Callable, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Run fn(*ARGS) on a pool thread, then ``done(result, error)`` on LOOP (the running one by default).
+
+        DONE runs in the event loop's next pass after the work: nothing stands between them (an awaited
+        future would add a pass to wake its task, and another for the callbacks the task's results run).
+        """
         # A bare queue and one call_soon_threadsafe per result cost the event loop a
         # fraction of what concurrent.futures' executor wrapping does per hop.
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._queue.put((loop, future, fn, args))
-        return future
+        self._queue.put((loop or asyncio.get_running_loop(), done, fn, args))
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            loop, future, fn, args = item
+            loop, done, fn, args = item
             try:
                 result, error = fn(*args), None
             except Exception as exc:
                 result, error = None, exc
             try:
-                loop.call_soon_threadsafe(_settle, future, result, error)
+                loop.call_soon_threadsafe(done, result, error)
             except RuntimeError:
                 # The loop closed while this ran: nobody is waiting for the result.
                 pass
