@@ -224,6 +224,15 @@ def _add_devices(group) -> None:
         help="inference threads: how many session runs may be in flight at once (default: %(default)s)",
     )
     group.add_argument(
+        "--inline-run-us",
+        type=_count(0),
+        default=1000,
+        metavar="N",
+        help="with one inference thread, a merged run expected to take at most N microseconds (from the model's "
+        "last runs) runs on the event loop, without the hand-off to the thread and back; 0: never "
+        "(default: %(default)s)",
+    )
+    group.add_argument(
         "--intra-op-threads",
         type=_count(0),
         default=0,
@@ -378,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
             args.host,
         )
     max_batch_size = 0 if args.no_batching else args.max_batch_size
-    pool = InferencePool(args.threads)
+    pool = InferencePool(args.threads, args.inline_run_us / 1e6)
     model_limits, admission = _admission(args)
     repository = Repository(
         args.path, placement, args.intra_op_threads, pool, max_batch_size, args.max_queue_delay_us, cuda_options,

@@ -65,6 +65,8 @@ class Batcher:
         # The batching loop's event loop (asyncio.get_running_loop() makes a system call on every call).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
+        # Seconds per row of this model's merged runs (a running average): how long the next run should take.
+        self._row_s: float | None = None
         self.max_queue_size = max_queue_size
         self.max_elements = max_elements
         self.name = name
@@ -224,7 +226,18 @@ class Batcher:
             self._launch(batch, loop, release=True)
 
     def _launch(self, batch: list[_Job], loop: asyncio.AbstractEventLoop, release: bool) -> None:
-        """Run BATCH on a pool thread; its results are handed out by the callback the thread schedules."""
+        """Run BATCH on a pool thread, its results handed out by the callback the thread schedules; or, for a
+        batch of the batching loop expected to run within the pool's ``inline_run_s``, on the event loop now
+        (never from ``submit``: a request's listener is not called before its job is returned)."""
+        bound = self._pool.inline_run_s
+        if release and bound and self._row_s is not None \
+                and self._row_s * sum(job.request.rows for job in batch) <= bound:
+            try:
+                executions, error = self._execute(batch), None
+            except Exception as exc:
+                executions, error = None, exc
+            self._ran(batch, release, executions, error)
+            return
         self._pool.submit(self._execute, (batch,), functools.partial(self._ran, batch, release), loop)
 
     def _ran(self, batch: list[_Job], release: bool, executions: list[tuple] | None, error: Exception | None) -> None:
@@ -236,6 +249,8 @@ class Batcher:
                 queue_ns = [start_ns - job.enqueued_ns for job in jobs]
                 rows = sum(job.request.rows for job in jobs)
                 self._stats.record_execution(rows, len(jobs), queue_ns, input_ns, infer_ns, output_ns)
+                row_s = (input_ns + infer_ns + output_ns) / 1e9 / max(rows, 1)
+                self._row_s = row_s if self._row_s is None else 0.75 * self._row_s + 0.25 * row_s
         except Exception as exc:
             logger.exception("inference pool failed")
             for job in batch:

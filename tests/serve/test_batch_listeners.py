@@ -1,10 +1,11 @@
 """The batcher's results handed straight to each request's listener, on real onnxruntime sessions: in the pass
 of the event loop that learns a batch has run, before its futures' callbacks, once per request, and also for a
-request cancelled while it waited or a batch whose run failed."""
+request cancelled while it waited or a batch whose run failed; and short runs on the event loop itself."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
@@ -26,11 +27,11 @@ def _request(x: np.ndarray) -> InferRequest:
     return InferRequest(None, {"x": x}, [("y", False)], x.shape[0], (("x", (16,)),))
 
 
-def _run(session, check) -> None:
-    pool = InferencePool(1)
+def _run(session, check, pool: InferencePool | None = None, max_rows: int = 64) -> None:
+    pool = pool or InferencePool(1)
 
     async def main() -> None:
-        batcher = Batcher(session, pool, ModelStats(), 64, 0.0, name="mlp")
+        batcher = Batcher(session, pool, ModelStats(), max_rows, 0.0, name="mlp")
         batcher.start()
         try:
             await check(batcher)
@@ -105,3 +106,63 @@ def test_a_failed_run_reaches_every_listener_as_a_server_error(session):
             assert failed.value.status == 500 and "the pool's thread broke" in failed.value.message
 
     _run(session, check)
+
+
+def _threads_of_runs(batcher) -> list[int]:
+    """Record the thread of each of BATCHER's runs."""
+    threads, execute = [], batcher._execute
+
+    def recorded(batch):
+        threads.append(threading.get_ident())
+        return execute(batch)
+
+    batcher._execute = recorded
+    return threads
+
+
+async def _waves(batcher, session, waves: int) -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(waves):
+        xs = [rng.standard_normal((rows, 16)).astype(np.float32) for rows in (1, 3, 2)]
+        heard = []
+        jobs = [batcher.submit(_request(x), heard.append) for x in xs]
+        await asyncio.gather(*(job.future for job in jobs))
+        assert heard == jobs
+        for job, x in zip(jobs, xs):
+            np.testing.assert_array_equal(batcher.result(job)[0], session.run({"x": x})[0])
+
+
+def test_short_runs_run_on_the_event_loop_once_their_time_is_known(session):
+    async def check(batcher) -> None:
+        threads = _threads_of_runs(batcher)
+        await _waves(batcher, session, 4)
+        loop_thread = threading.get_ident()
+        # The first run, whose time is not known yet, goes to the pool's thread; the next ones run here.
+        assert len(threads) == 4 and threads[0] != loop_thread and threads[1:] == [loop_thread] * 3
+
+    _run(session, check, InferencePool(1, inline_run_s=1.0))
+
+
+def test_longer_runs_and_pools_of_several_threads_keep_runs_off_the_event_loop(session):
+    async def check(batcher) -> None:
+        threads = _threads_of_runs(batcher)
+        await _waves(batcher, session, 3)
+        assert len(threads) == 3 and threading.get_ident() not in threads
+
+    _run(session, check, InferencePool(1, inline_run_s=1e-9))  # every run is longer than a nanosecond
+    several = InferencePool(2, inline_run_s=1.0)
+    assert several.inline_run_s == 0.0
+    _run(session, check, several)
+
+
+def test_a_request_that_cannot_be_merged_is_never_run_before_its_job_is_returned(session):
+    async def check(batcher) -> None:
+        threads = _threads_of_runs(batcher)
+        returned = []
+        for _ in range(3):
+            job = batcher.submit(_request(np.ones((1, 16), np.float32)), lambda job: returned.append(job in jobs))
+            jobs = [job]
+            await job.future
+        assert returned == [True] * 3 and threading.get_ident() not in threads
+
+    _run(session, check, InferencePool(1, inline_run_s=1.0), max_rows=0)
