@@ -229,8 +229,8 @@ def _add_devices(group) -> None:
         default=1000,
         metavar="N",
         help="with one inference thread, a merged run expected to take at most N microseconds (from the model's "
-        "last runs) runs on the event loop, without the hand-off to the thread and back; 0: never "
-        "(default: %(default)s)",
+        "last runs of the same input shape) runs on the event loop, without the hand-off to the thread and back; "
+        "0: never (default: %(default)s)",
     )
     group.add_argument(
         "--intra-op-threads",

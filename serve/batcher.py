@@ -17,6 +17,9 @@ from serve.runtime import InferencePool, ModelSession, execution_error
 
 logger = logging.getLogger("serve.batcher")
 
+# Batch keys whose run times a batcher keeps (cleared when full: a model may take many input shapes).
+_TIMED_KEYS = 64
+
 
 class _Job:
     """One request waiting for, or taking part in, a session run."""
@@ -65,8 +68,9 @@ class Batcher:
         # The batching loop's event loop (asyncio.get_running_loop() makes a system call on every call).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
-        # Seconds per row of this model's merged runs (a running average): how long the next run should take.
-        self._row_s: float | None = None
+        # Seconds per row of this model's runs (a running average), per batch key (the inner dims of the inputs,
+        # which a batch's requests share): how long the next run of that shape should take.
+        self._row_s: dict[tuple, float] = {}
         self.max_queue_size = max_queue_size
         self.max_elements = max_elements
         self.name = name
@@ -230,8 +234,8 @@ class Batcher:
         batch of the batching loop expected to run within the pool's ``inline_run_s``, on the event loop now
         (never from ``submit``: a request's listener is not called before its job is returned)."""
         bound = self._pool.inline_run_s
-        if release and bound and self._row_s is not None \
-                and self._row_s * sum(job.request.rows for job in batch) <= bound:
+        row_s = self._row_s.get(batch[0].request.key) if bound and release else None
+        if row_s is not None and row_s * sum(job.request.rows for job in batch) <= bound:
             try:
                 executions, error = self._execute(batch), None
             except Exception as exc:
@@ -249,8 +253,7 @@ class Batcher:
                 queue_ns = [start_ns - job.enqueued_ns for job in jobs]
                 rows = sum(job.request.rows for job in jobs)
                 self._stats.record_execution(rows, len(jobs), queue_ns, input_ns, infer_ns, output_ns)
-                row_s = (input_ns + infer_ns + output_ns) / 1e9 / max(rows, 1)
-                self._row_s = row_s if self._row_s is None else 0.75 * self._row_s + 0.25 * row_s
+                self._timed(jobs[0].request.key, (input_ns + infer_ns + output_ns) / 1e9 / max(rows, 1))
         except Exception as exc:
             logger.exception("inference pool failed")
             for job in batch:
@@ -269,6 +272,15 @@ class Batcher:
                         job.listener(job)
                     except Exception:
                         logger.exception("an inference listener failed")
+
+    def _timed(self, key: tuple | None, row_s: float) -> None:
+        """Fold a run's seconds per row into the running average of its batch key (a bounded table)."""
+        if key is None:
+            return
+        known = self._row_s.get(key)
+        if known is None and len(self._row_s) >= _TIMED_KEYS:
+            self._row_s.clear()
+        self._row_s[key] = row_s if known is None else 0.75 * known + 0.25 * row_s
 
     def _execute(self, batch: list[_Job]) -> list[tuple]:
         """Run a batch in a pool thread; falls back to one run per job if the merged run fails."""

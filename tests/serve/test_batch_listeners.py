@@ -166,3 +166,18 @@ def test_a_request_that_cannot_be_merged_is_never_run_before_its_job_is_returned
         assert returned == [True] * 3 and threading.get_ident() not in threads
 
     _run(session, check, InferencePool(1, inline_run_s=1.0), max_rows=0)
+
+
+def test_a_run_of_inputs_shaped_otherwise_is_timed_on_the_pool_first(session):
+    # Run times are kept per batch key (the inputs' inner dims): a model with a dynamic dim may take far longer
+    # on longer inputs, so a shape not timed yet never runs on the event loop.
+    async def check(batcher) -> None:
+        threads = _threads_of_runs(batcher)
+        await _waves(batcher, session, 2)
+        other = InferRequest(None, {"x": np.ones((2, 16), np.float32)}, [("y", False)], 2, (("x", (16,)), "longer"))
+        for _ in range(2):
+            await batcher.submit(other).future
+        loop_thread = threading.get_ident()
+        assert [thread == loop_thread for thread in threads] == [False, True, False, True]
+
+    _run(session, check, InferencePool(1, inline_run_s=1.0))
