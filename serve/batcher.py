@@ -68,8 +68,8 @@ class Batcher:
         # The batching loop's event loop (asyncio.get_running_loop() makes a system call on every call).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
-        # Seconds per row of this model's runs (a running average), per batch key (the inner dims of the inputs,
-        # which a batch's requests share): how long the next run of that shape should take.
+        # Seconds per row of this model's runs, per batch key (the inner dims of the inputs, which a batch's
+        # requests share): how long the next run of that shape may take (see _timed).
         self._row_s: dict[tuple, float] = {}
         self.max_queue_size = max_queue_size
         self.max_elements = max_elements
@@ -274,13 +274,16 @@ class Batcher:
                         logger.exception("an inference listener failed")
 
     def _timed(self, key: tuple | None, row_s: float) -> None:
-        """Fold a run's seconds per row into the running average of its batch key (a bounded table)."""
+        """Fold a run's seconds per row into the estimate for its batch key (a bounded table). The estimate rises
+        at once to a slower run and comes down a tenth of the way per faster one: a model whose run time
+        depends on its input values, not only their shape, runs on the pool's thread for a while after a
+        long run instead of holding the event loop again at the next one."""
         if key is None:
             return
         known = self._row_s.get(key)
         if known is None and len(self._row_s) >= _TIMED_KEYS:
             self._row_s.clear()
-        self._row_s[key] = row_s if known is None else 0.75 * known + 0.25 * row_s
+        self._row_s[key] = row_s if known is None or row_s >= known else 0.9 * known + 0.1 * row_s
 
     def _execute(self, batch: list[_Job]) -> list[tuple]:
         """Run a batch in a pool thread; falls back to one run per job if the merged run fails."""

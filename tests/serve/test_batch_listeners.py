@@ -181,3 +181,19 @@ def test_a_run_of_inputs_shaped_otherwise_is_timed_on_the_pool_first(session):
         assert [thread == loop_thread for thread in threads] == [False, True, False, True]
 
     _run(session, check, InferencePool(1, inline_run_s=1.0))
+
+
+def test_a_slower_run_sends_its_shape_back_to_the_pool_for_a_while(session):
+    # A run whose time depends on its input values can take far longer than its shape's last runs: the estimate
+    # rises to it at once and comes down slowly, so the next runs of that shape do not hold the event loop.
+    async def check(batcher) -> None:
+        threads = _threads_of_runs(batcher)
+        key = (("x", (16,)),)
+        await _waves(batcher, session, 2)  # timed on the pool, then run on the loop
+        batcher._timed(key, 10.0)  # as if a run had taken 10 s a row
+        await _waves(batcher, session, 3)
+        loop_thread = threading.get_ident()
+        assert [thread == loop_thread for thread in threads] == [False, True, False, False, False]
+        assert batcher._row_s[key] > 1.0 / 3  # 10 s a row, down a tenth of the way per faster run
+
+    _run(session, check, InferencePool(1, inline_run_s=1.0))
