@@ -221,3 +221,23 @@ def attention(path: Path, width: int = 8, seed: int = 6) -> Path:
         weights + [numpy_helper.from_array(np.array(1 / np.sqrt(width), np.float32), "scale")],
     )
     return _save(graph, path)
+
+
+def heavy(path: Path, width: int = 768, seed: int = 7) -> Path:
+    """A model whose run takes milliseconds per row: x FP32 [batch, width] -> y FP32 [batch]; each row is
+    repeated WIDTH times into a square, multiplied by a WIDTH x WIDTH weight and summed."""
+    w = (np.random.default_rng(seed).standard_normal((width, width)) / width).astype(np.float32)
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "axis1"], ["row"]),
+        helper.make_node("Shape", ["x"], ["x_shape"], start=0, end=1),
+        helper.make_node("Concat", ["x_shape", "square"], ["target"], axis=0),
+        helper.make_node("Expand", ["row", "target"], ["rows"]),
+        helper.make_node("MatMul", ["rows", "w"], ["product"]),
+        helper.make_node("ReduceSum", ["product", "axes"], ["y"], keepdims=0),
+    ]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+             numpy_helper.from_array(np.array([width, width], np.int64), "square"),
+             numpy_helper.from_array(np.array([1, 2], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "heavy", [_io("x", TensorProto.FLOAT, ["batch", width])],
+                              [_io("y", TensorProto.FLOAT, ["batch"])], inits)
+    return _save(graph, path)

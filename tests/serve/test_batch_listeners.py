@@ -197,3 +197,35 @@ def test_a_slower_run_sends_its_shape_back_to_the_pool_for_a_while(session):
         assert batcher._row_s[key] > 1.0 / 3  # 10 s a row, down a tenth of the way per faster run
 
     _run(session, check, InferencePool(1, inline_run_s=1.0))
+
+
+def test_long_runs_leave_the_event_loop_free(tmp_path):
+    # Runs of milliseconds (a model doing 0.9 GFLOP a row) stay on the pool's thread: the loop keeps turning.
+    path = models.heavy(tmp_path / "heavy.onnx")
+    heavy = ModelSession(path, Placement(((CPU, ()),)), 1)
+    rng = np.random.default_rng(3)
+
+    async def check(batcher) -> None:
+        threads = _threads_of_runs(batcher)
+        ticks, running = [], True
+
+        async def ticker() -> None:
+            while running:
+                ticks.append(asyncio.get_running_loop().time())
+                await asyncio.sleep(0.0005)
+
+        ticking = asyncio.get_running_loop().create_task(ticker())
+        for _ in range(4):
+            xs = [rng.standard_normal((1, 768)).astype(np.float32) for _ in range(3)]
+            jobs = [batcher.submit(InferRequest(None, {"x": x}, [("y", False)], 1, (("x", (768,)),))) for x in xs]
+            await asyncio.gather(*(job.future for job in jobs))
+            for job, x in zip(jobs, xs):
+                np.testing.assert_allclose(batcher.result(job)[0], heavy.run({"x": x})[0], rtol=1e-5)
+        running = False
+        await ticking
+        assert len(threads) == 4 and threading.get_ident() not in threads
+        run_s = batcher._row_s[(("x", (768,)),)] * 3
+        assert run_s > 0.001  # each run was longer than the bound, so none could take the loop
+        assert len(ticks) > 4 * run_s / 0.005  # the loop ticked all along (a tick at most every 5 ms)
+
+    _run(heavy, check, InferencePool(1, inline_run_s=0.001))
