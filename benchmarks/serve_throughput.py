@@ -146,70 +146,11 @@ def _summary(latencies: list[float], errors: int, duration: float, sent: int) ->
     }
 
 
-class _RestClient(asyncio.Protocol):
-    """One keep-alive connection sending REQUEST again as soon as each response has arrived whole (an asyncio
-    protocol rather than streams: the load generator shares the machine with the server, so its own cost per
-    request is kept small, as wrk's would be)."""
-
-    def __init__(self, request: bytes, run: dict) -> None:
-        self.request, self.run = request, run
-        self.buffer = b""
-        self.sent = 0.0
-        self.transport = None
-        self.done = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-        self._next()
-
-    def _next(self) -> None:
-        run = self.run
-        now = time.perf_counter()
-        if now >= run["stop_at"] or (run["limit"] and run["sent"] >= run["limit"]):
-            self.transport.close()
-            return
-        run["sent"] += 1
-        self.sent = now
-        self.transport.write(self.request)
-
-    def data_received(self, data: bytes) -> None:
-        buffer = self.buffer + data if self.buffer else data
-        end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            self.buffer = buffer
-            return
-        head, length = buffer[:end], 0
-        at = head.lower().find(b"\r\ncontent-length:")
-        if at >= 0:
-            stop = head.find(b"\r\n", at + 2)
-            length = int(head[at + 17:stop if stop >= 0 else len(head)])
-        if len(buffer) < end + 4 + length:
-            self.buffer = buffer
-            return
-        self.buffer = buffer[end + 4 + length:]
-        done = time.perf_counter()
-        run = self.run
-        if self.sent >= run["measure_from"]:
-            if head.startswith(b"HTTP/1.1 200"):
-                run["latencies"].append(done - self.sent)
-            else:
-                run["errors"] += 1
-        self._next()
-
-    def connection_lost(self, exc) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-
-
 async def drive_rest(port: int, request: bytes, concurrency: int, duration: float, warmup: float, limit: int) -> dict:
-    start = time.perf_counter()
-    run = {"latencies": [], "errors": 0, "sent": 0, "limit": limit, "measure_from": start + warmup,
-           "stop_at": start + warmup + duration}
-    loop = asyncio.get_running_loop()
-    clients = [(await loop.create_connection(lambda: _RestClient(request, run), "127.0.0.1", port))[1]
-               for _ in range(concurrency)]
-    await asyncio.gather(*(client.done for client in clients))
-    return _summary(run["latencies"], run["errors"], duration, run["sent"])
+    from rest_load import drive
+
+    latencies, errors, sent = await drive(port, request, concurrency, duration, warmup, limit)
+    return _summary(latencies, errors, duration, sent)
 
 
 def _grpc_payload() -> bytes:
