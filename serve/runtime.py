@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import queue
 import re
@@ -278,12 +277,6 @@ class InferencePool:
         for worker in self._workers:
             worker.start()
 
-    def run(self, fn, *args) -> asyncio.Future:
-        """Schedule fn(*args) on a pool thread and return an awaitable for its result."""
-        future = asyncio.get_running_loop().create_future()
-        self.submit(fn, args, functools.partial(_settle, future))
-        return future
-
     def submit(self, fn, args: tuple, done: Callable, loop: asyncio.AbstractEventLoop | None = None) -> None:
         """Run fn(*ARGS) on a pool thread, then ``done(result, error)`` on LOOP (the running one by default).
 
@@ -313,12 +306,3 @@ class InferencePool:
             self._queue.put(None)
         for worker in self._workers:
             worker.join()
-
-
-def _settle(future: asyncio.Future, result, error: Exception | None) -> None:
-    if future.cancelled():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
