@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from kgraph.backend.autodiff import primitive
 from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
-from kgraph.ops.kernels import threads, winograd
+from kgraph.ops.kernels import compiled, threads, winograd
 from kgraph.ops.kernels.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
 from kgraph.ops.operations import op
 
@@ -37,6 +37,9 @@ _MIN_TILES = 256
 # What the forward pass may keep for the VJP (window matrices, Winograd tiles); above it each block's are
 # rebuilt in the VJP, so memory stays bounded by one block.
 _KEEP_BYTES = 1 << 25
+# What the compiled pooling passes take: a window of at most this many taps (one byte each), these dtypes.
+_MAX_TAPS = 255
+_COMPILED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Per call geometry: the timing of two threads (each taking half of the image blocks) against one.
 _TIMINGS = {}
 
@@ -48,6 +51,34 @@ def _running_max(slabs):
         beats.append(np.greater(slab, best))
         best = np.maximum(best, slab, out=None if i == 0 else best)
     return (best.copy() if len(slabs) == 1 else best), beats
+
+
+def _taps(a):
+    """The slabs of ``a (A, P, B, Q, C, F)`` (the layout the paths give), one per pooling tap in row-major order."""
+    return [a[:, p, :, q] for p in range(a.shape[1]) for q in range(a.shape[3])]
+
+
+def _pool(a):
+    """``(best, winners)``: the maximum of ``a (A, P, B, Q, C, F)`` over its axes ``P`` and ``Q``, and what
+    ``_unpool`` needs to route a gradient to it (compiled: the kernels and the winning taps, one byte a cell;
+    NumPy: the ``_running_max`` masks)."""
+    fused = compiled.kernels(a.size)
+    if fused is None or a.dtype not in _COMPILED_DTYPES or a.shape[1] * a.shape[3] > _MAX_TAPS:
+        return _running_max(_taps(a))
+    shape = a.shape[:1] + a.shape[2:3] + a.shape[4:]
+    best, index = np.empty(shape, dtype=a.dtype), np.empty(shape, dtype=np.uint8)
+    fused.pool_argmax(a, best, index)
+    return best, (fused, index)
+
+
+def _unpool(g, winners, out):
+    """Write into ``out (A, P, B, Q, C, F)`` the pooled cotangent ``g (A, B, C, F)`` at each window's maximum
+    (``_pool``'s ``winners``), zeros elsewhere."""
+    if isinstance(winners, tuple):
+        fused, index = winners
+        fused.pool_route(g, index, out, out.dtype.type(0))
+    else:
+        _route(g, winners, _taps(out))
 
 
 def _route(g, beats, shares):
@@ -122,12 +153,12 @@ class _Im2col:
         return cols
 
     def forward(self, i0, i1):
-        """``(slabs, state)``: the block's convolution cells, one ``(n * cells, filters)`` slab per pooling tap."""
+        """``(cells, state)``: the block's convolution cells ``(1, taps, 1, 1, n * cells, filters)``, one slab
+        per pooling tap (``_pool``'s layout)."""
         cols = self.columns(i0, i1)
         y = np.empty((cols.shape[0], self.mat.filters), dtype=cols.dtype)
         self.mat.apply(cols, y)
-        y = y.reshape(self.taps, -1, self.mat.filters)
-        return list(y), cols
+        return y.reshape(1, self.taps, 1, 1, -1, self.mat.filters), cols
 
     def pooled_block(self, best, i0, i1):
         return best.reshape((i1 - i0,) + self.pooled + (self.mat.filters,))
@@ -137,8 +168,8 @@ class _Im2col:
         if cols is None:
             cols = self.columns(i0, i1)
         size = cols.shape[0] * self.mat.filters
-        gy = scratch("pooled_conv_grad", size, g.dtype).reshape(self.taps, -1, self.mat.filters)
-        _route(g.reshape(-1, self.mat.filters), beats, list(gy))
+        gy = scratch("pooled_conv_grad", size, g.dtype).reshape(1, self.taps, 1, 1, -1, self.mat.filters)
+        _unpool(g.reshape(1, 1, -1, self.mat.filters), beats, gy)
         gy = gy.reshape(-1, self.mat.filters)
         d_matrix = self.mat.weight_grad(cols, gy)
         if dxp is not None:
@@ -177,16 +208,14 @@ class _Winograd:
         outputs = int(np.prod(self.tiles)) * self.tile ** 2 * self.filters * itemsize
         return winograd.bytes_per_image(self.out, self.xp.shape[-1], self.dtype, self.tile) + outputs
 
-    def _slabs(self, a):
-        """Per pooling tap, the view of ``a`` (tiles, or ``(n, *out, filters)`` images) holding its cells."""
+    def _grid(self, a):
+        """``a`` (tiles, or ``(n, *out, filters)`` images) in ``_pool``'s layout ``(A, ph, B, pw, C, filters)``."""
         ph, pw = self.pool
         if self.aligned:
             (a_, b_) = self.per_tile
-            t = a.reshape(a_, ph, b_, pw, -1)
-            return [t[:, dp, :, dq] for dp in range(ph) for dq in range(pw)]
+            return a.reshape(a_, ph, b_, pw, -1, self.filters)
         (rows, cols), f = self.pooled, self.filters
-        grid = a.reshape(a.shape[0], rows, ph, cols, pw, f)
-        return [grid[:, :, dp, :, dq] for dp in range(ph) for dq in range(pw)]
+        return a.reshape(a.shape[0] * rows, ph, cols, pw, 1, f)
 
     def _conv(self, i0, i1):
         return winograd.WinogradConv2D(self.xp[i0:i1], self.kernel, self.dtype, self.tile)
@@ -194,15 +223,15 @@ class _Winograd:
     def forward(self, i0, i1):
         conv = self._conv(i0, i1)
         if self.aligned:
-            return self._slabs(conv.forward_tiles()), conv
+            return self._grid(conv.forward_tiles()), conv
         images = conv.forward(np.empty((i1 - i0,) + self.out + (self.filters,), dtype=self.dtype))
-        return self._slabs(images), conv
+        return self._grid(images), conv
 
     def pooled_block(self, best, i0, i1):
-        if not self.aligned:
-            return best
-        (a, b), (rows, cols), (th, tw) = self.per_tile, self.pooled, self.tiles
         n = i1 - i0
+        if not self.aligned:
+            return best.reshape((n,) + self.pooled + (self.filters,))
+        (a, b), (rows, cols), (th, tw) = self.per_tile, self.pooled, self.tiles
         grid = best.reshape(a, b, n, th, tw, self.filters).transpose(2, 3, 0, 4, 1, 5)
         return grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols]
 
@@ -215,13 +244,13 @@ class _Winograd:
             # The pooled cotangent in the slabs' layout, zero for pooled cells past the output's end.
             grid = np.zeros((n, th, a, tw, b, self.filters), dtype=self.dtype)
             grid.reshape(n, th * a, tw * b, self.filters)[:, :rows, :cols] = g
-            g_slab = np.ascontiguousarray(grid.transpose(2, 4, 0, 1, 3, 5)).reshape(a, b, -1)
+            g_slab = np.ascontiguousarray(grid.transpose(2, 4, 0, 1, 3, 5)).reshape(a, b, -1, self.filters)
             g_tiles = np.empty((self.tile, self.tile, n, th, tw, self.filters), dtype=self.dtype)
-            _route(g_slab, beats, self._slabs(g_tiles))
+            _unpool(g_slab, beats, self._grid(g_tiles))
             d_kernel, d_xp = conv.tile_gradients(g_tiles, dxp is not None)
         else:
             g_images = np.empty((n,) + self.out + (self.filters,), dtype=self.dtype)
-            _route(g, beats, self._slabs(g_images))
+            _unpool(g.reshape(n * self.pooled[0], self.pooled[1], 1, self.filters), beats, self._grid(g_images))
             d_kernel, d_xp = conv.gradients(g_images, dxp is not None)
         if dxp is not None:
             dxp[i0:i1, :d_xp.shape[1], :d_xp.shape[2]] += d_xp
@@ -294,11 +323,11 @@ class _Blocks:
         def job(indices):
             for k in indices:
                 i0, i1 = self.blocks[k]
-                slabs, state = self.path.forward(i0, i1)
-                best, self.beats[k] = _running_max(slabs)
+                cells, state = self.path.forward(i0, i1)
+                best, self.beats[k] = _pool(cells)
                 out[i0:i1] = self.path.pooled_block(best, i0, i1)
                 self.states[k] = state if self.keep else None
-                del slabs, best, state
+                del cells, best, state
         seconds = self._run(job)
         if self.timing is not None:
             self.timing.record(self.halves is not None, seconds)
@@ -318,6 +347,16 @@ class _Blocks:
         for part in parts[1:]:
             d_matrix = d_matrix + part
         return d_matrix
+
+
+def _relu_gradient(g, out):
+    """``g * (out > 0)``, one compiled loop where numba is loaded (the same values)."""
+    fused = compiled.loaded()
+    if fused is None or not compiled.usable(g, out) or g.shape != out.shape:
+        return g * np.greater(out, 0)
+    d = np.empty_like(g)
+    fused.relu_gradient(g.reshape(-1), out.reshape(-1), d.reshape(-1), out.dtype.type(0), out.dtype.type(1))
+    return d
 
 
 @primitive(num_inputs=3)
@@ -359,7 +398,7 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
     def backward(g, grads, with_x):
         g = np.asarray(g, dtype=dtype)
         if relu:
-            g = g * np.greater(out, zeros)
+            g = _relu_gradient(g, out)
         g2 = g.reshape(-1, mat.filters)
         grads["bias"] = np.ones(g2.shape[0], dtype=dtype) @ g2 if bias is not None else None
         dxp = np.zeros(xp_full.shape, dtype=dtype) if with_x else None

@@ -8,23 +8,21 @@ Python number to float64), divisions are not checked for zero (NumPy's
 and no ``fastmath`` (which would reassociate and fuse multiply-adds). They
 release the GIL, so ``kernels.threads`` can run two halves of a job at once.
 """
-import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step", "gru_candidate", "gru_gates", "gru_hidden",
-           "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_forward_steps", "lstm_gates",
-           "lstm_restore", "lstm_step_head", "relu", "relu_gradient", "rmsprop", "sgd", "ufunc_rows"]
+from kgraph.ops.kernels.fused_pool import pool_argmax, pool_route
+from kgraph.ops.kernels.jit import compile_kernel
+
+__all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step",
+           "gru_candidate", "gru_gates", "gru_hidden", "lstm_backward_step", "lstm_backward_steps", "lstm_carry",
+           "lstm_cells", "lstm_forward_steps", "lstm_gates", "lstm_restore", "lstm_step_head", "pool_argmax",
+           "pool_route", "relu", "relu_gradient", "rmsprop", "sgd", "ufunc_rows"]
 
 
-def _compile(function):
-    options = {"nogil": True, "error_model": "numpy"}
-    try:
-        return numba.njit(cache=True, **options)(function)
-    except RuntimeError:  # no writable place for numba's cache: compile in each process
-        return numba.njit(**options)(function)
+_compile = compile_kernel
 
 
 @_compile

@@ -11,43 +11,6 @@ from kgraph.optimizers import Adam, update_parallel
 pytest.importorskip("numba")  # the dev extra installs it, so these run wherever the suite is meant to run
 
 
-class _Counting:
-    """The compiled kernels, counting calls by kernel name (so a test knows the compiled path ran)."""
-
-    def __init__(self, module):
-        self.module = module
-        self.calls = {}
-
-    def __getattr__(self, name):
-        kernel = getattr(self.module, name)
-
-        def counted(*args):
-            self.calls[name] = self.calls.get(name, 0) + 1
-            return kernel(*args)
-        return counted
-
-
-@pytest.fixture
-def switch(monkeypatch):
-    """``switch(on)`` sets KGRAPH_COMPILED_KERNELS for the rest of the test; ``switch.calls`` counts the compiled
-    kernels' calls by name."""
-    original = compiled.kernels
-    module = original()
-    assert module is not None
-    counting = _Counting(module)
-
-    def kernels(work=None):
-        return counting if original(work) is not None else None
-    monkeypatch.setattr(compiled, "kernels", kernels)
-    original_loaded = compiled.loaded
-    monkeypatch.setattr(compiled, "loaded", lambda: counting if original_loaded() is not None else None)
-
-    def set_to(on):
-        monkeypatch.setenv(compiled.VARIABLE, "1" if on else "0")
-    set_to.calls = counting.calls
-    return set_to
-
-
 def test_switch_turns_kernels_off_and_rejects_malformed_values(monkeypatch):
     monkeypatch.delenv(compiled.VARIABLE, raising=False)
     assert compiled.kernels() is not None
@@ -65,7 +28,8 @@ def test_without_numba_everything_stays_numpy(monkeypatch):
     monkeypatch.delenv(compiled.VARIABLE, raising=False)
     monkeypatch.setattr(compiled, "_loaded", [])
     monkeypatch.setitem(__import__("sys").modules, "numba", None)  # import numba raises ImportError
-    monkeypatch.delitem(__import__("sys").modules, "kgraph.ops.kernels.fused", raising=False)
+    for module in ("kgraph.ops.kernels.fused", "kgraph.ops.kernels.fused_pool", "kgraph.ops.kernels.jit"):
+        monkeypatch.delitem(__import__("sys").modules, module, raising=False)
     assert compiled.kernels() is None
     # and training still works, through NumPy
     _adam_run(np.float32, contiguous=True)

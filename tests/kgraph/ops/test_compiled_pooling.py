@@ -1,0 +1,104 @@
+"""The compiled max-pooling passes of the fused convolution + pooling op (numba, the `fast` extra) against the
+NumPy code they replace: the same maxima and winners (ties, NaN, infinities, signed zeros), the same gradients,
+in every layout the op's paths give them."""
+import importlib
+
+import numpy as np
+import pytest
+
+from tests.kgraph.ops.test_conv_pool import CASES, case_arrays, fused, values_and_gradients
+
+pytest.importorskip("numba")  # the dev extra installs it, so these run wherever the suite is meant to run
+
+conv_pool = importlib.import_module("kgraph.ops.conv_pool")
+
+
+def _layouts(rng, dtype):
+    """Arrays ``(A, P, B, Q, C, F)`` as the paths give them: im2col's contiguous taps, Winograd's tiles, image
+    windows as a strided view, and a 3x3 window."""
+    im2col = rng.standard_normal((1, 4, 1, 1, 60, 8)).astype(dtype)
+    tiles = rng.standard_normal((2, 2, 2, 2, 30, 16)).astype(dtype)
+    images = rng.standard_normal((3, 10, 12, 9)).astype(dtype).reshape(15, 2, 6, 2, 1, 9)
+    wide = rng.standard_normal((4, 9, 9, 5)).astype(dtype).reshape(12, 3, 3, 3, 1, 5)
+    return [im2col, tiles, images, wide, images[:, :, ::2]]
+
+
+def _special(a, rng):
+    """``a`` with ties, NaNs, infinities and signed zeros sprinkled in (in place)."""
+    flat = a.reshape(-1) if a.flags.c_contiguous else None
+    if flat is None:
+        return a
+    picks = rng.integers(0, flat.size, size=(6, max(1, flat.size // 20)))
+    flat[picks[0]] = 1.0
+    flat[picks[1]] = 1.0
+    flat[picks[2]] = np.nan
+    flat[picks[3]] = np.inf
+    flat[picks[4]] = -np.inf
+    flat[picks[5]] = -0.0
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special", [False, True])
+def test_compiled_pooling_equals_numpy_in_every_layout(switch, dtype, special):
+    rng = np.random.default_rng(4)
+    for a in _layouts(rng, dtype):
+        if special:
+            _special(a, rng)
+        switch(False)
+        want_best, beats = conv_pool._pool(a)
+        switch(True)
+        best, winners = conv_pool._pool(a)
+        assert isinstance(winners, tuple) and isinstance(beats, list)
+        np.testing.assert_array_equal(best, want_best)  # NaN where NumPy has NaN
+        g = rng.standard_normal(best.shape).astype(dtype)
+        want_out = np.full(a.shape, 99, dtype=dtype)
+        conv_pool._unpool(g, beats, want_out)
+        out = np.full(a.shape, 99, dtype=dtype)
+        conv_pool._unpool(g, winners, out)
+        np.testing.assert_array_equal(out, want_out)  # finite gradients: the same values (zeros of either sign)
+        if special:  # the winner gets the gradient as it is, the other cells zero (NumPy's masks multiply)
+            g.reshape(-1)[::7] = np.inf
+            g.reshape(-1)[1::7] = np.nan
+            conv_pool._unpool(g, winners, out)
+            index = winners[1]
+            for tap, cells in enumerate(conv_pool._taps(out)):
+                np.testing.assert_array_equal(cells, np.where(index == tap, g, 0))
+    assert switch.calls["pool_argmax"] == 5 and switch.calls["pool_route"] == (10 if special else 5)
+
+
+def test_compiled_winner_is_the_first_maximum_in_row_major_order(switch):
+    switch(True)
+    a = np.zeros((1, 2, 1, 3, 1, 4), dtype=np.float32)
+    a[0, :, 0, :, 0, 0] = [[1, 5, 5], [5, 2, 2]]  # ties: the first 5 (tap 1)
+    a[0, :, 0, :, 0, 1] = [[7, 1, 1], [1, 1, 7]]  # the first cell
+    a[0, :, 0, :, 0, 2] = [[1, 1, 1], [1, 1, 9]]  # the last cell
+    a[0, :, 0, :, 0, 3] = [[1, np.nan, 3], [4, 5, 6]]  # NaN propagates; the winner stays the one before it
+    best, (_, index) = conv_pool._pool(a)
+    np.testing.assert_array_equal(best.reshape(-1), [5, 7, 9, np.nan])
+    np.testing.assert_array_equal(index.reshape(-1), [1, 0, 5, 0])
+
+
+def test_windows_of_more_taps_than_a_byte_counts_stay_numpy(switch):
+    switch(True)
+    a = np.random.default_rng(0).standard_normal((1, 16, 1, 16, 2, 3)).astype(np.float32)
+    best, winners = conv_pool._pool(a)
+    assert isinstance(winners, list) and "pool_argmax" not in switch.calls
+    np.testing.assert_array_equal(best, a.max(axis=(1, 3)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES)
+def test_fused_op_with_compiled_pooling_equals_numpy(switch, case, dtype):
+    # Every path of the op (im2col, Winograd with windows inside tiles or across them, 1-d), values and gradients
+    # element for element.
+    x, kernel, bias = case_arrays(case, dtype, True)
+    runs = []
+    for on in (False, True):
+        switch(on)
+        runs.append(values_and_gradients(lambda *a: fused(*a, *case[2:]), [x, kernel, bias]))
+    (want, want_grads), (got, got_grads) = runs
+    np.testing.assert_array_equal(got, want)
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_array_equal(g, w)
+    assert switch.calls["pool_argmax"] >= 1 and switch.calls["pool_route"] >= 1
