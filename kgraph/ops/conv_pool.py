@@ -58,17 +58,25 @@ def _taps(a):
     return [a[:, p, :, q] for p in range(a.shape[1]) for q in range(a.shape[3])]
 
 
-def _pool(a):
-    """``(best, winners)``: the maximum of ``a (A, P, B, Q, C, F)`` over its axes ``P`` and ``Q``, and what
+def _pool(a, into=None, bias=None, relu=False):
+    """``(best, winners, finished)``: the maximum of ``a (A, P, B, Q, C, F)`` over its axes ``P`` and ``Q``, what
     ``_unpool`` needs to route a gradient to it (compiled: the kernels and the winning taps, one byte a cell;
-    NumPy: the ``_running_max`` masks)."""
+    NumPy: the ``_running_max`` masks), and whether ``best`` has had ``bias`` added and the relu applied.
+
+    ``into``: where the compiled pass may write ``best`` (a C-contiguous ``(A, B, C, F)`` view of the op's
+    output), finishing it with the bias and the relu as it goes."""
     fused = compiled.kernels(a.size)
     if fused is None or a.dtype not in _COMPILED_DTYPES or a.shape[1] * a.shape[3] > _MAX_TAPS:
-        return _running_max(_taps(a))
+        best, beats = _running_max(_taps(a))
+        return best, beats, False
     shape = a.shape[:1] + a.shape[2:3] + a.shape[4:]
-    best, index = np.empty(shape, dtype=a.dtype), np.empty(shape, dtype=np.uint8)
-    fused.pool_argmax(a, best, index)
-    return best, (fused, index)
+    index = np.empty(shape, dtype=np.uint8)
+    finish = into is not None and (bias is None or bias.dtype == a.dtype)
+    best = into if finish else np.empty(shape, dtype=a.dtype)
+    no_bias = np.empty(0, dtype=a.dtype)
+    fused.pool_argmax(a, best, index, bias if finish and bias is not None else no_bias, finish and relu,
+                      a.dtype.type(0))
+    return best, (fused, index), finish
 
 
 def _unpool(g, winners, out):
@@ -163,6 +171,10 @@ class _Im2col:
     def pooled_block(self, best, i0, i1):
         return best.reshape((i1 - i0,) + self.pooled + (self.mat.filters,))
 
+    def pooled_view(self, out, i0, i1):
+        """``out[i0:i1]`` in ``_pool``'s layout of the block's maxima (None when the layouts differ)."""
+        return out[i0:i1].reshape(1, 1, -1, self.mat.filters)
+
     def backward(self, cols, i0, i1, g, beats, dxp):
         """The kernel-matrix gradient of the block; adds the input gradient into ``dxp`` when given."""
         if cols is None:
@@ -226,6 +238,11 @@ class _Winograd:
             return self._grid(conv.forward_tiles()), conv
         images = conv.forward(np.empty((i1 - i0,) + self.out + (self.filters,), dtype=self.dtype))
         return self._grid(images), conv
+
+    def pooled_view(self, out, i0, i1):
+        if self.aligned:
+            return None
+        return out[i0:i1].reshape((i1 - i0) * self.pooled[0], self.pooled[1], 1, self.filters)
 
     def pooled_block(self, best, i0, i1):
         n = i1 - i0
@@ -318,19 +335,32 @@ class _Blocks:
             threads.in_halves(job, *self.halves)
         return time.perf_counter() - start
 
-    def forward(self, out):
-        """Write the pooled convolution of every block into ``out``, keeping what the VJP needs."""
+    def forward(self, out, bias, relu):
+        """Write the pooled convolution of every block, ``bias`` added and the relu applied, into ``out``, keeping
+        what the VJP needs."""
+        finished = [True] * len(self.blocks)
+
         def job(indices):
             for k in indices:
                 i0, i1 = self.blocks[k]
                 cells, state = self.path.forward(i0, i1)
-                best, self.beats[k] = _pool(cells)
-                out[i0:i1] = self.path.pooled_block(best, i0, i1)
+                best, self.beats[k], finished[k] = _pool(cells, self.path.pooled_view(out, i0, i1), bias, relu)
+                if not finished[k]:
+                    out[i0:i1] = self.path.pooled_block(best, i0, i1)
                 self.states[k] = state if self.keep else None
                 del cells, best, state
         seconds = self._run(job)
         if self.timing is not None:
             self.timing.record(self.halves is not None, seconds)
+        if all(finished):
+            return
+        # A per-channel zero row broadcasts faster than a scalar operand.
+        zeros = np.zeros(out.shape[-1], dtype=out.dtype)
+        for i0, i1 in [(0, len(out))] if not any(finished) else [b for b, f in zip(self.blocks, finished) if not f]:
+            if bias is not None:
+                out[i0:i1] += bias
+            if relu:
+                np.maximum(out[i0:i1], zeros, out=out[i0:i1])
 
     def backward(self, g, dxp):
         """The kernel's gradient (as a matrix) for the pooled cotangent ``g``; adds the input's into ``dxp``."""
@@ -387,13 +417,7 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
         path = _Im2col(xp, mat, kernel_size, strides, dilation, pool, pooled)
     out = np.empty((n,) + pooled + (mat.filters,), dtype=dtype)
     blocks = _Blocks(path, n, dtype, (type(path).__name__, x.shape, kernel.shape, pool))
-    blocks.forward(out)
-    if bias is not None:
-        out += bias
-    if relu:
-        # A per-channel zero row broadcasts faster than a scalar operand.
-        zeros = np.zeros(mat.filters, dtype=dtype)
-        np.maximum(out, zeros, out=out)
+    blocks.forward(out, bias, relu)
 
     def backward(g, grads, with_x):
         g = np.asarray(g, dtype=dtype)

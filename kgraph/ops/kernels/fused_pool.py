@@ -18,9 +18,10 @@ __all__ = ["pool_argmax", "pool_route"]
 
 
 @compile_kernel
-def pool_argmax(a, best, index):
+def pool_argmax(a, best, index, bias, relu, zero):
     """Max pooling of ``a (A, P, B, Q, C, F)`` over its axes ``P`` and ``Q``: ``best (A, B, C, F)`` the maximum,
-    ``index`` the row-major tap ``p * Q + q`` that held it first (the last tap to beat all taps before it)."""
+    ``index`` the row-major tap ``p * Q + q`` that held it first (the last tap to beat all taps before it).
+    Then ``best + bias`` when ``bias`` is not empty, and ``np.maximum(best, zero)`` when ``relu``."""
     taps_q = a.shape[3]
     for i in range(a.shape[0]):
         for j in range(a.shape[2]):
@@ -45,6 +46,19 @@ def pool_argmax(a, best, index):
                         m = top[f]
                         top[f] = np.maximum(m, v)
                         won[f] = won[f] + np.uint8(v > m) * (tap - won[f])
+    with_bias = bias.shape[0] > 0
+    if not (with_bias or relu):
+        return
+    for i in range(best.shape[0]):
+        for j in range(best.shape[1]):
+            for k in range(best.shape[2]):
+                top = best[i, j, k]
+                if with_bias:
+                    for f in range(top.shape[0]):
+                        top[f] = top[f] + bias[f]
+                if relu:
+                    for f in range(top.shape[0]):
+                        top[f] = np.maximum(top[f], zero)
 
 
 @compile_kernel

@@ -46,9 +46,9 @@ def test_compiled_pooling_equals_numpy_in_every_layout(switch, dtype, special):
         if special:
             _special(a, rng)
         switch(False)
-        want_best, beats = conv_pool._pool(a)
+        want_best, beats, _ = conv_pool._pool(a)
         switch(True)
-        best, winners = conv_pool._pool(a)
+        best, winners, _ = conv_pool._pool(a)
         assert isinstance(winners, tuple) and isinstance(beats, list)
         np.testing.assert_array_equal(best, want_best)  # NaN where NumPy has NaN
         g = rng.standard_normal(best.shape).astype(dtype)
@@ -74,7 +74,7 @@ def test_compiled_winner_is_the_first_maximum_in_row_major_order(switch):
     a[0, :, 0, :, 0, 1] = [[7, 1, 1], [1, 1, 7]]  # the first cell
     a[0, :, 0, :, 0, 2] = [[1, 1, 1], [1, 1, 9]]  # the last cell
     a[0, :, 0, :, 0, 3] = [[1, np.nan, 3], [4, 5, 6]]  # NaN propagates; the winner stays the one before it
-    best, (_, index) = conv_pool._pool(a)
+    best, (_, index), _ = conv_pool._pool(a)
     np.testing.assert_array_equal(best.reshape(-1), [5, 7, 9, np.nan])
     np.testing.assert_array_equal(index.reshape(-1), [1, 0, 5, 0])
 
@@ -82,17 +82,18 @@ def test_compiled_winner_is_the_first_maximum_in_row_major_order(switch):
 def test_windows_of_more_taps_than_a_byte_counts_stay_numpy(switch):
     switch(True)
     a = np.random.default_rng(0).standard_normal((1, 16, 1, 16, 2, 3)).astype(np.float32)
-    best, winners = conv_pool._pool(a)
+    best, winners, _ = conv_pool._pool(a)
     assert isinstance(winners, list) and "pool_argmax" not in switch.calls
     np.testing.assert_array_equal(best, a.max(axis=(1, 3)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize("case", CASES)
-def test_fused_op_with_compiled_pooling_equals_numpy(switch, case, dtype):
-    # Every path of the op (im2col, Winograd with windows inside tiles or across them, 1-d), values and gradients
-    # element for element.
-    x, kernel, bias = case_arrays(case, dtype, True)
+def test_fused_op_with_compiled_pooling_equals_numpy(switch, case, dtype, with_bias):
+    # Every path of the op (im2col, Winograd with windows inside tiles or across them, 1-d), the bias and relu
+    # finished in the pooling pass or after it, values and gradients element for element.
+    x, kernel, bias = case_arrays(case, dtype, with_bias)
     runs = []
     for on in (False, True):
         switch(on)
@@ -102,3 +103,15 @@ def test_fused_op_with_compiled_pooling_equals_numpy(switch, case, dtype):
     for g, w in zip(got_grads, want_grads):
         np.testing.assert_array_equal(g, w)
     assert switch.calls["pool_argmax"] >= 1 and switch.calls["pool_route"] >= 1
+
+
+def test_a_bias_of_another_dtype_is_added_after_the_pooling_pass(switch):
+    case = CASES[0]
+    x, kernel, bias = case_arrays(case, "float32", True)
+    bias = bias.astype("float64")
+    runs = []
+    for on in (False, True):
+        switch(on)
+        runs.append(fused(x, kernel, bias, *case[2:]))
+    np.testing.assert_array_equal(runs[1], runs[0])
+    assert runs[1].dtype == runs[0].dtype
