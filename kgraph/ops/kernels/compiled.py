@@ -2,10 +2,12 @@
 
 NumPy makes one pass over memory per operation, and each pass of a small
 array costs a call: Adam's update is 12 passes over every weight (SGD's with
-momentum 4, RMSprop's 7 to 11), one LSTM or GRU step's gates a dozen or two calls. With numba installed (the ``fast`` extra:
+momentum 4, RMSprop's 7 to 11), one LSTM or GRU step's gates a dozen or two calls,
+a max pooling's maximum and gradient routing two passes per window tap. With numba installed (the ``fast`` extra:
 ``pip install "kgraph-engine[fast]"``) such sequences run as one loop each
 (``kgraph.ops.kernels.fused``), in the same operations and order as the NumPy
-code beside them, so values are the same element for element; without numba
+code beside them, so values are the same element for element (the pooling's
+gradient routing: every finite value; see ``fused_pool``); without numba
 everything runs in NumPy as before. ``KGRAPH_COMPILED_KERNELS=0`` keeps NumPy
 even where numba is installed (``1`` or unset: compiled where available).
 
@@ -29,8 +31,9 @@ _ON = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": Fa
 
 # Loading numba costs about half a second and 110 MiB: a kernel call on fewer elements than this (1 MiB of
 # float32) does not load it (NumPy computes the same values), so small models and scripts never pay for it; once
-# it is loaded, every call uses it. Adam over this many elements saves about 0.2 ms a step. The digits CNN (its
-# largest weight 205k elements) stays below: loaded, numba made its step 2 % faster for 114 MiB more.
+# it is loaded, every call uses it. Adam over this many elements saves about 0.2 ms a step. The digits CNN loads
+# it for its first pooling (692k convolution cells at batch 128), whose compiled passes make its step 10-15 %
+# faster (its weights alone, the largest 205k elements, would stay below).
 LOAD_WORK = 1 << 18
 
 _lock = threading.Lock()
