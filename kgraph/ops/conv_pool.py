@@ -25,6 +25,7 @@ from kgraph.backend.autodiff import primitive
 from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
 from kgraph.ops.kernels import compiled, threads, winograd
 from kgraph.ops.kernels.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
+from kgraph.ops.nn import relu_gradient
 from kgraph.ops.operations import op
 
 __all__ = ["conv_max_pool"]
@@ -379,16 +380,6 @@ class _Blocks:
         return d_matrix
 
 
-def _relu_gradient(g, out):
-    """``g * (out > 0)``, one compiled loop where numba is loaded (the same values)."""
-    fused = compiled.loaded()
-    if fused is None or not compiled.usable(g, out) or g.shape != out.shape:
-        return g * np.greater(out, 0)
-    d = np.empty_like(g)
-    fused.relu_gradient(g.reshape(-1), out.reshape(-1), d.reshape(-1), out.dtype.type(0), out.dtype.type(1))
-    return d
-
-
 @primitive(num_inputs=3)
 def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
     x = np.asarray(x)
@@ -422,7 +413,7 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
     def backward(g, grads, with_x):
         g = np.asarray(g, dtype=dtype)
         if relu:
-            g = _relu_gradient(g, out)
+            g = relu_gradient(g, out)
         g2 = g.reshape(-1, mat.filters)
         grads["bias"] = np.ones(g2.shape[0], dtype=dtype) @ g2 if bias is not None else None
         dxp = np.zeros(xp_full.shape, dtype=dtype) if with_x else None
