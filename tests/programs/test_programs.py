@@ -48,7 +48,11 @@ def _params(check):
 
 @pytest.fixture(scope="module")
 def suite(request, tmp_path_factory):
-    """Every selected program run once: a Keras worker and kgraph children side by side, then the exports."""
+    """Every selected program run once: a Keras worker and kgraph children side by side, then the exports.
+
+    Once per process that runs a test of this module: the README's test command runs the tests in two
+    pytest-xdist workers by file (``--dist loadfile`` in pyproject.toml), so this module's tests share one run.
+    """
     selected = sorted({item.callspec.params["program"] for item in request.session.items
                        if getattr(item, "callspec", None) is not None and "program" in item.callspec.params
                        and item.module is request.module})
