@@ -283,27 +283,6 @@ def dense(x, kernel, bias=None):
     return out, vjp
 
 
-_dense_value = dense._kgraph_primitive.fn
-
-
-@primitive(num_inputs=3)
-def dense_relu(x, kernel, bias=None):
-    """``relu(dense(x, kernel, bias))`` recorded as one op, for a Dense layer with the relu activation.
-
-    The same values as the two ops: the relu runs in place on the product (one array, no second pass through
-    the tape), and the VJP takes relu's mask from the output (``out > 0`` exactly where the product plus bias
-    is above 0, NaN included, as ``relu_gradient`` reads it from the input) before dense's own VJP.
-    """
-    out, dense_vjp = _dense_value(x, kernel, bias)
-    fused = _relu_kernels(out)
-    if fused is None:
-        np.maximum(out, 0, out=out)
-    else:
-        flat = out.reshape(-1)
-        fused.relu(flat, flat, out.dtype.type(0))
-    return out, lambda g: dense_vjp(relu_gradient(g, out))
-
-
 @op
 def one_hot(x, num_classes, axis=-1, dtype=None):
     """One-hot encode integer ``x`` with ``num_classes`` classes on ``axis`` (no gradient).

@@ -157,10 +157,6 @@ def _dense(g, out, x, kernel, bias=None):
     return d_x, m.matmul(sh.transpose(rows_x), rows_g), (None if bias is None else g)
 
 
-def _dense_relu(g, out, x, kernel, bias=None):
-    return _dense(m.multiply(g, _const(_plain(out) > 0, _plain(out), out)), out, x, kernel, bias)
-
-
 def _einsum(g, out, operands, subscripts):
     subs, output = m._parse_einsum(subscripts, operands)
     cts = []
@@ -294,7 +290,7 @@ RULES = {
     m.multiply: _multiply, m.divide: _divide, m.power: _power,
     m.maximum: _maximum_like(lambda a, b: (a > b) + 0.5 * (a == b)),
     m.minimum: _maximum_like(lambda a, b: (a < b) + 0.5 * (a == b)),
-    m.clip: _clip, m._where: _where, m.matmul: _matmul, nn.dense: _dense, nn.dense_relu: _dense_relu, m._einsum: _einsum,
+    m.clip: _clip, m._where: _where, m.matmul: _matmul, nn.dense: _dense, m._einsum: _einsum,
     r.max: _extremum(np.max), r.min: _extremum(np.min), r.logsumexp: _logsumexp,
     nn.softmax: _softmax, nn.log_softmax: _log_softmax,
     **{fn: _unary(d) for fn, d in UNARY.items()},

@@ -6,7 +6,6 @@ from kgraph.backend.autocast import _autocast
 from kgraph.layers.arguments import reject_unsupported
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer, _assign_own
-from kgraph.ops.nn import dense_relu
 
 
 class Dense(Layer):
@@ -65,8 +64,6 @@ class Dense(Layer):
         if not isinstance(x, np.ndarray) or x.dtype != self.dtype or x.ndim < 2 \
                 or x.shape[-1] != self.kernel.shape[0] or getattr(x, "_keras_mask", None) is not None:
             return None
-        if self.activation is activations.relu:  # one recorded op (the same values as the two)
-            return dense_relu(x, self.kernel, self.bias)
         return self.activation(ops.dense(x, self.kernel, self.bias))
 
     def compute_output_shape(self, input_shape):
