@@ -1,7 +1,9 @@
 """Fused elementwise loops compiled by numba (imported only through ``kernels.compiled``, which checks for numba).
 
 Each loop does, element by element, the operations of the NumPy code it
-replaces in the same order and precision, so the results are equal: constants
+replaces in the same order and precision, so the results are equal (one
+exception: the recurrent kernels' float32 ``tanh``, ``fused_tanh``, is
+correctly rounded where NumPy's is within one unit in the last place): constants
 arrive typed as the arrays (numba would widen a float32 expression with a
 Python number to float64), divisions are not checked for zero (NumPy's
 ``error_model``: a zero gives inf or nan as in NumPy, and the loops vectorize),
@@ -14,12 +16,13 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from kgraph.ops.kernels.fused_pool import pool_argmax, pool_route
+from kgraph.ops.kernels.fused_tanh import tanh_rows
 from kgraph.ops.kernels.jit import compile_kernel
 
 __all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step",
            "gru_candidate", "gru_gates", "gru_hidden", "lstm_backward_step", "lstm_backward_steps", "lstm_carry",
            "lstm_cells", "lstm_forward_steps", "lstm_gates", "lstm_restore", "lstm_step_head", "pool_argmax",
-           "pool_route", "relu", "relu_gradient", "rmsprop", "sgd", "ufunc_rows"]
+           "pool_route", "relu", "relu_gradient", "rmsprop", "sgd", "tanh_into", "tanh_rows", "ufunc_rows"]
 
 
 _compile = compile_kernel
@@ -284,21 +287,31 @@ def lstm_step_head(gemm, s, t, time_major, projection, kernel, hidden, cells, ga
 
 
 @_compile
+def tanh_into(loop, loop_context, loop_auxdata, a, out, scratch):
+    """``out = tanh(a)`` (rows of unit stride, C-contiguous): ``fused_tanh.tanh_rows`` where ``loop`` is 0 (float32),
+    else ``np.tanh``'s own loop by ``ufunc_rows`` (``scratch`` as there)."""
+    if loop == 0:
+        tanh_rows(a, out)
+    else:
+        ufunc_rows(loop, loop_context, loop_auxdata, a, out, scratch)
+
+
+@_compile
 def lstm_forward_steps(gemm, loop, loop_context, loop_auxdata, times, time_major, projection, kernel, hidden, cells,
                        gates, act_cells, scale, offset, r0, r1, bias, keep, one, zero):
     """The whole forward loop of rows ``r0:r1`` in one call without the GIL: each step's ``lstm_step_head``, the
-    gates' tanh by ``np.tanh``'s own loop (``loop`` and its context and auxdata, ``kernels.native``),
-    ``lstm_cells`` and the new cell state's tanh; then the last step's end. ``times[s]`` is step ``s``'s input
-    timestep."""
+    gates' tanh by ``tanh_into`` (``loop`` 0 for float32's ``tanh_rows``, else ``np.tanh``'s own loop and its
+    context and auxdata, ``kernels.native``), ``lstm_cells`` and the new cell state's tanh; then the last step's
+    end. ``times[s]`` is step ``s``'s input timestep."""
     scratch = np.empty(5, dtype=np.int64)
     steps = times.shape[0]
     for s in range(steps):
         lstm_step_head(gemm, s, times[s], time_major, projection, kernel, hidden, cells, gates, act_cells, scale, r0,
                        r1, bias, keep, one, zero)
         z = gates[s, r0:r1]
-        ufunc_rows(loop, loop_context, loop_auxdata, z, z, scratch)
+        tanh_into(loop, loop_context, loop_auxdata, z, z, scratch)
         lstm_cells(gates, s, cells, scale, offset, r0, r1)
-        ufunc_rows(loop, loop_context, loop_auxdata, cells[s + 1, r0:r1], act_cells[s, r0:r1], scratch)
+        tanh_into(loop, loop_context, loop_auxdata, cells[s + 1, r0:r1], act_cells[s, r0:r1], scratch)
     lstm_step_head(gemm, steps, 0, time_major, projection, kernel, hidden, cells, gates, act_cells, scale, r0, r1,
                    bias, keep, one, zero)
 
