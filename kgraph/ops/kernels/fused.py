@@ -2,8 +2,9 @@
 
 Each loop does, element by element, the operations of the NumPy code it
 replaces in the same order and precision, so the results are equal (one
-exception: the recurrent kernels' float32 ``tanh``, ``fused_tanh``, is
-correctly rounded where NumPy's is within one unit in the last place): constants
+exception: the recurrent kernels' float32 ``tanh``, ``fused_tanh``, where a
+machine's timing prefers it, is correctly rounded where NumPy's is within one
+unit in the last place): constants
 arrive typed as the arrays (numba would widen a float32 expression with a
 Python number to float64), divisions are not checked for zero (NumPy's
 ``error_model``: a zero gives inf or nan as in NumPy, and the loops vectorize),
@@ -16,13 +17,15 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from kgraph.ops.kernels.fused_pool import pool_argmax, pool_route
+from kgraph.ops.kernels.fused_tanh import preferred as tanh_preferred
 from kgraph.ops.kernels.fused_tanh import tanh_rows
 from kgraph.ops.kernels.jit import compile_kernel
 
 __all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step",
            "gru_candidate", "gru_gates", "gru_hidden", "lstm_backward_step", "lstm_backward_steps", "lstm_carry",
            "lstm_cells", "lstm_forward_steps", "lstm_gates", "lstm_restore", "lstm_step_head", "pool_argmax",
-           "pool_route", "relu", "relu_gradient", "rmsprop", "sgd", "tanh_into", "tanh_rows", "ufunc_rows"]
+           "pool_route", "relu", "relu_gradient", "rmsprop", "sgd", "tanh_into", "tanh_preferred", "tanh_rows",
+           "ufunc_rows"]
 
 
 _compile = compile_kernel

@@ -1,12 +1,19 @@
 """tanh of float32 values for the compiled recurrent kernels, correctly rounded and vectorized.
 
-NumPy's float32 ``tanh`` costs about 2.7-3.3 ns an element on the AVX2
-machines this project is measured on, and an LSTM's forward pass takes
+NumPy's float32 ``tanh`` (its AVX2 loop) cost 2.7-3.5 ns an element on an AMD
+EPYC machine of this project's (about 0.3 ns on the machines of earlier
+measurements: 12 us for a 64-row LSTM half-step), and an LSTM's forward pass takes
 the tanh of every gate (the sigmoids are ``0.5 * tanh(x / 2) + 0.5``) and
 of every cell state: 2.6 million values a step for LSTM(128) over 32 steps of
 128 rows, more than a third of the forward pass. This loop computes it in
-about 1.5 ns, as a rational function in float64 arithmetic that LLVM turns
-into AVX2 vector code, and rounds once to float32:
+about 1.5 ns there, as a rational function in float64 arithmetic that LLVM
+turns into vector code, and rounds once to float32. Which of the two the
+kernels use is timed once per process (``preferred``): this loop where it is
+clearly the faster (by ``FASTER``), else NumPy's. The two differ by one unit
+in the last place at most, so a model's float32 LSTM or GRU values depend on
+which one the machine chose, as they depend on its BLAS.
+
+The loop:
 
 - ``y = x / 4`` (exact), ``q = y^2``; ``tanh(y) ~ y N(q) / D(q)``, the
   convergent of Lambert's continued fraction ``tanh y = y / (1 + y^2 / (3 +
@@ -35,11 +42,44 @@ and run the scalar loop, at 5.4 ns an element, and rows lying in a wider
 array (a GRU's gate columns) would not vectorize (7.4 ns an element, 2.4 with
 the copies).
 """
+import threading
+import time
+
 import numpy as np
 
 from kgraph.ops.kernels.jit import compile_kernel
 
-__all__ = ["tanh_rows"]
+__all__ = ["FASTER", "preferred", "tanh_rows"]
+
+# ``tanh_rows`` is preferred where NumPy's tanh takes at least this many times as long: 1.8x to 2.2x on the EPYC
+# machine, far below 1 where NumPy's loop runs at 0.3 ns an element, so the choice is stable between runs.
+FASTER = 1.25
+
+_lock = threading.Lock()
+_choice = []  # [whether tanh_rows is preferred] once timed
+
+
+def preferred():
+    """Whether the recurrent kernels take ``tanh_rows`` for float32 (else ``np.tanh``): timed once per process,
+    best of five alternating turns each on one LSTM step's gates (128 x 512)."""
+    if not _choice:
+        with _lock:
+            if not _choice:
+                _choice.append(_time_both())
+    return _choice[0]
+
+
+def _time_both(turns=5):
+    block = np.linspace(-6.0, 6.0, 128 * 512, dtype=np.float32).reshape(128, 512)
+    out = np.empty_like(block)
+    tanh_rows(block, out)  # compiled, or loaded from numba's cache, before it is timed
+    best = [np.inf, np.inf]
+    for _ in range(turns):
+        for which, run in enumerate((lambda: np.tanh(block, out=out), lambda: tanh_rows(block, out))):
+            start = time.perf_counter()
+            run()
+            best[which] = min(best[which], time.perf_counter() - start)
+    return best[0] >= FASTER * best[1]
 
 
 @compile_kernel

@@ -6,8 +6,9 @@ plus whole-sequence temporaries; with numba installed (``kernels.compiled``)
 this module runs the same operations in the same order as a few compiled loops
 a step around NumPy's products and ``tanh`` (the sigmoid is ``0.5 * tanh(x / 2)
 + 0.5`` there too), so outputs and gradients are those of the loop, element for
-element, but for float32's tanh: ``kernels.fused_tanh``'s, correctly rounded
-where NumPy's is within one unit in the last place, and about twice as fast.
+element, but for float32's tanh where a machine's timing prefers
+``kernels.fused_tanh``'s: correctly rounded where NumPy's is within one unit in
+the last place, and about twice as fast where NumPy's is slow.
 Each step's product runs on the whole batch, as in the loop.
 """
 import numpy as np
@@ -53,8 +54,9 @@ def run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept
     masks = np.empty((0, 0), dtype) if keep is None else np.ascontiguousarray(keep[..., 0])
     half = dtype.type(0.5)
     recurrent = np.empty((batch, 3 * u), dtype=dtype)
-    # float32's tanh compiled and correctly rounded (kernels.fused_tanh), float64's NumPy's
-    tanh = fused.tanh_rows if dtype == np.float32 else lambda a, out: np.tanh(a, out=out)
+    # float32's tanh compiled and correctly rounded where timed faster (kernels.fused_tanh), else NumPy's
+    own = dtype == np.float32 and fused.tanh_preferred()
+    tanh = fused.tanh_rows if own else lambda a, out: np.tanh(a, out=out)
     for s, t in steps:
         np.matmul(hidden[s], recurrent_kernel, out=recurrent)
         fused.gru_gates(gates, s, recurrent, bias, base, t, time_major, half, step_bias)

@@ -17,10 +17,11 @@ step runs few, contiguous NumPy calls into buffers allocated once per call:
   carries a masked row's states over its step, with the general loop's
   operations in the general loop's order;
 - with the compiled kernels (``kernels.compiled``), float32's tanh is
-  ``kernels.fused_tanh``'s, correctly rounded and about twice as fast as
-  NumPy's (which is within one unit in the last place): the compiled steps'
-  values may differ from the NumPy steps' by such units; float64's tanh is
-  NumPy's in both;
+  ``kernels.fused_tanh``'s where that is timed faster than NumPy's (about
+  twice as fast on an AVX2 machine whose NumPy tanh is slow), correctly
+  rounded where NumPy's is within one unit in the last place: there the
+  compiled steps' values may differ from the NumPy steps' by such units;
+  float64's tanh is NumPy's in both;
 - the rows of the batch recur independently: a large batch may run as two
   halves in two threads, with BLAS on one thread each (``kernels.threads``);
   whether that beats one thread driving BLAS's own threads depends on the
@@ -159,10 +160,14 @@ def _forward_fused(fused, base, time_major, kernel, hidden, cells, gates, act_ce
             fused.lstm_carry(cells, hidden, s, keep, r0, r1)
 
 
+def _own_tanh(fused, dtype):
+    """Whether the compiled steps take ``fused.tanh_rows`` (float32, where timed faster than ``np.tanh``)."""
+    return dtype == np.float32 and fused.tanh_preferred()
+
+
 def _tanh(fused, a, out):
-    """``out = tanh(a)`` in a compiled step: ``fused.tanh_rows`` for float32 (correctly rounded,
-    ``kernels.fused_tanh``), NumPy's ``tanh`` for float64."""
-    if a.dtype == np.float32:
+    """``out = tanh(a)`` in a compiled step: ``fused.tanh_rows`` where ``_own_tanh``, else NumPy's."""
+    if _own_tanh(fused, a.dtype):
         fused.tanh_rows(a, out)
     else:
         np.tanh(a, out=out)
@@ -170,14 +175,13 @@ def _tanh(fused, a, out):
 
 def _forward_gemm(fused, gemm, base, time_major, kernel, hidden, cells, gates, act_cells, times, keep, rows, bias,
                   scale, offset):
-    """``_forward_fused``'s steps with the product inside a compiled call: all of them in one call for float32
-    (its tanh compiled too, ``_tanh``) and for float64 where ``np.tanh``'s own loop is at hand (``kernels.native``),
-    else four calls a step (``fused.lstm_step_head`` also ends the step before), between which only the two tanh
-    of NumPy take the GIL."""
+    """``_forward_fused``'s steps with the product inside a compiled call: all of them in one call where the tanh is
+    compiled too (``_own_tanh``) or ``np.tanh``'s own loop is at hand (``kernels.native``), else four calls a step
+    (``fused.lstm_step_head`` also ends the step before), between which only the two tanh of NumPy take the GIL."""
     r0, r1 = rows.start, rows.stop
     one, zero = gates.dtype.type(1), gates.dtype.type(0)
     masks = np.empty((0, 0), dtype=gates.dtype) if keep is None else keep
-    tanh = (0, 0, 0) if gates.dtype == np.float32 else native.tanh_loop(gates.dtype, fused)  # 0: tanh_rows
+    tanh = (0, 0, 0) if _own_tanh(fused, gates.dtype) else native.tanh_loop(gates.dtype, fused)  # 0: tanh_rows
     if tanh is not None:
         fused.lstm_forward_steps(gemm, *tanh, np.asarray(times, dtype=np.int64), time_major, base, kernel, hidden,
                                  cells, gates, act_cells, scale, offset, r0, r1, bias, masks, one, zero)
@@ -286,6 +290,8 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     halves = split if timings is not None and timings[0].choose() else None
     fused = compiled.kernels(projection.size) if dtype.kind == "f" and dtype.itemsize in (4, 8) else None
     base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
+    if fused is not None:
+        _own_tanh(fused, dtype)  # its one timing, if not done yet: here, before a split runs the steps in threads
     step_bias = np.empty(0, dtype=dtype)
     if bias is not None:
         if base is not None and np.asarray(bias).dtype == dtype:

@@ -6,7 +6,7 @@ import pytest
 
 import kgraph
 from kgraph import optimizers
-from kgraph.ops.kernels import compiled, lstm, native, threads
+from kgraph.ops.kernels import compiled, fused_tanh, lstm, native, threads
 from kgraph.optimizers import Adam, update_parallel
 
 pytest.importorskip("numba")  # the dev extra installs it, so these run wherever the suite is meant to run
@@ -166,6 +166,14 @@ def rounded_tanh(monkeypatch):
     monkeypatch.setattr(np, "tanh", tanh)
 
 
+def _own_tanh(monkeypatch, own):
+    """Make the recurrent kernels take their own float32 tanh (``own``) or NumPy's, whichever this machine's
+    timing would choose (``fused_tanh.preferred``); returns the float32 NumPy run they equal: ``rounded`` or
+    ``plain`` (see ``_numpy_runs``)."""
+    monkeypatch.setattr(fused_tanh, "_choice", [own])
+    return 1 if own else 0
+
+
 def _numpy_runs(monkeypatch, run):
     """``(plain, rounded)``: ``run()`` with NumPy's tanh, and with ``rounded_tanh``'s."""
     plain = run()
@@ -194,16 +202,21 @@ def _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, batch=24, ti
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("sequence_cotangent", [True, False])
 @pytest.mark.parametrize("masked", [None, "carry", "zero outputs"])
-def test_lstm_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, sequence_cotangent, masked):
+@pytest.mark.parametrize("own_tanh", [True, False])
+def test_lstm_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, sequence_cotangent, masked,
+                                 own_tanh):
     names = ["sequence", "h", "c", "d_projection", "d_kernel", "d_h0", "d_c0"]
+    same = _own_tanh(monkeypatch, own_tanh)
     for dtype in (np.float32, np.float64):
         switch(False)
-        plain, rounded = _numpy_runs(monkeypatch, lambda: _lstm_case(time_major, go_backwards, sequence_cotangent,
-                                                                     dtype, masked=masked))
+        runs = _numpy_runs(monkeypatch, lambda: _lstm_case(time_major, go_backwards, sequence_cotangent, dtype,
+                                                           masked=masked))
+        plain = runs[0]
         switch(True)
         got = _lstm_case(time_major, go_backwards, sequence_cotangent, dtype, masked=masked)
-        # bit for bit: float64's tanh is NumPy's in both; float32's is correctly rounded in both
-        for name, a, b in zip(names, plain if dtype == np.float64 else rounded, got):
+        # bit for bit: float64's tanh is NumPy's in both; float32's the kernels' own (then correctly rounded) or
+        # NumPy's in both
+        for name, a, b in zip(names, runs[same] if dtype == np.float32 else plain, got):
             np.testing.assert_array_equal(a, b, err_msg=name)
         for name, a, b in zip(names, plain, got):  # and NumPy's own float32 tanh: units in the last place apart
             np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6 * np.abs(a).max(), err_msg=name)
@@ -216,7 +229,7 @@ def test_lstm_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, 
         if native.gemm(dtype, module) is None:
             counts = {"lstm_gates": 7, "lstm_cells": 7, "lstm_backward_step": 7}
             counts.update({"lstm_carry": 7, "lstm_restore": 7} if masked else {})
-        elif native.tanh_loop(dtype, module) is None:
+        elif native.tanh_loop(dtype, module) is None and not (own_tanh and dtype == np.float32):
             counts = {"lstm_step_head": 8, "lstm_cells": 7, "lstm_backward_steps": 1}
         else:
             counts = {"lstm_forward_steps": 1, "lstm_backward_steps": 1}
@@ -226,17 +239,19 @@ def test_lstm_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, 
     assert {name: n for name, n in switch.calls.items() if name.startswith("lstm_")} == expected
 
 
-def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
+@pytest.mark.parametrize("own_tanh", [True, False])
+def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch, own_tanh):
     if not threads.can_split():
         pytest.skip("one core or no threadpoolctl: no split to test")
     monkeypatch.setattr(lstm, "MIN_WORK", 1)
     monkeypatch.setattr(lstm, "_TIMINGS", {})
+    _own_tanh(monkeypatch, own_tanh)
     outs = {}
     for on in (False, True):
         switch(on)
         lstm._TIMINGS.clear()
         with monkeypatch.context() as patch:
-            if not on:
+            if not on and own_tanh:
                 rounded_tanh(patch)  # float32: the compiled steps' tanh (see test_lstm_fused_equals_numpy)
             # The first two calls of a shape time the split and the whole way: every run below covers both.
             outs[on] = [_lstm_case(True, False, True, np.float32, batch=40, masked="carry") for _ in range(3)]
@@ -247,7 +262,7 @@ def test_lstm_fused_in_two_halves_equals_numpy(switch, monkeypatch):
     module = compiled.kernels()
     if native.gemm(np.float32, module) is None:
         assert switch.calls["lstm_gates"] >= 3 * 7 + 7
-    elif native.tanh_loop(np.float32, module) is None:
+    elif native.tanh_loop(np.float32, module) is None and not own_tanh:
         assert switch.calls["lstm_step_head"] >= 3 * 8 + 8 and switch.calls["lstm_backward_steps"] >= 3 + 1
     else:
         assert switch.calls["lstm_forward_steps"] >= 3 + 1 and switch.calls["lstm_backward_steps"] >= 3 + 1
@@ -267,20 +282,32 @@ def _masked_lstm_training():
     return history.history["loss"], model.get_weights()
 
 
-def test_training_trajectory_is_the_same_with_and_without_compiled_kernels(switch, monkeypatch):
-    """The same trajectory, bit for bit, given NumPy the compiled steps' correctly rounded float32 tanh; with
-    NumPy's own tanh (within one unit in the last place) a trajectory as close as the float32 steps allow."""
+@pytest.mark.parametrize("own_tanh", [True, False])
+def test_training_trajectory_is_the_same_with_and_without_compiled_kernels(switch, monkeypatch, own_tanh):
+    """The same trajectory, bit for bit, given NumPy the compiled steps' float32 tanh (their own, correctly
+    rounded, or NumPy's); with NumPy's own tanh (within one unit in the last place) as close as float32 allows."""
+    same = _own_tanh(monkeypatch, own_tanh)
     switch(False)
-    plain, rounded = _numpy_runs(monkeypatch, _masked_lstm_training)
+    runs = _numpy_runs(monkeypatch, _masked_lstm_training)
+    plain = runs[0]
     switch(True)
     got = _masked_lstm_training()
-    assert rounded[0] == got[0]
+    assert runs[same][0] == got[0]
     assert switch.calls["adam"] and (switch.calls.get("lstm_backward_step") or switch.calls.get("lstm_backward_steps"))
-    for a, b in zip(rounded[1], got[1]):
+    for a, b in zip(runs[same][1], got[1]):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(plain[0], got[0], rtol=1e-6)
     for a, b in zip(plain[1], got[1]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_recurrent_tanh_is_chosen_by_one_timing_per_process(monkeypatch):
+    assert isinstance(fused_tanh._time_both(), bool)  # a real timing of both: whichever this machine prefers
+    timed = []
+    monkeypatch.setattr(fused_tanh, "_choice", [])
+    monkeypatch.setattr(fused_tanh, "_time_both", lambda: timed.append(1) or True)
+    assert fused_tanh.preferred() and fused_tanh.preferred()
+    assert timed == [1]
 
 
 def test_numba_loads_only_for_work_worth_it():
@@ -337,16 +364,18 @@ def _gru_case(time_major, go_backwards, masked, bias, initial, dtype, batch=24, 
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("masked", [None, "carry", "zero outputs"])
 @pytest.mark.parametrize("bias, initial", [(True, True), (False, False)])
-def test_gru_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, masked, bias, initial):
+@pytest.mark.parametrize("own_tanh", [True, False])
+def test_gru_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, masked, bias, initial, own_tanh):
+    same = _own_tanh(monkeypatch, own_tanh)
     for dtype in (np.float32, np.float64):
         switch(False)
-        plain, rounded = _numpy_runs(monkeypatch, lambda: _gru_case(time_major, go_backwards, masked, bias, initial,
-                                                                    dtype))
+        runs = _numpy_runs(monkeypatch, lambda: _gru_case(time_major, go_backwards, masked, bias, initial, dtype))
+        plain = runs[0]
         switch(True)
         got = _gru_case(time_major, go_backwards, masked, bias, initial, dtype)
         assert len(plain) == len(got)
-        # bit for bit given the same tanh (float32's correctly rounded, as in test_lstm_fused_equals_numpy)
-        for a, b in zip(plain if dtype == np.float64 else rounded, got):
+        # bit for bit given the same tanh (as in test_lstm_fused_equals_numpy)
+        for a, b in zip(runs[same] if dtype == np.float32 else plain, got):
             assert a.dtype == b.dtype == dtype
             np.testing.assert_array_equal(a, b)
         for a, b in zip(plain, got):
@@ -356,9 +385,10 @@ def test_gru_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, m
 
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("masked", [None, "carry", "zero outputs"])
-def test_gru_with_its_sequence_unread_equals_a_zero_sequence_cotangent(switch, go_backwards, masked):
+def test_gru_with_its_sequence_unread_equals_a_zero_sequence_cotangent(switch, monkeypatch, go_backwards, masked):
     # Only h read: the tape gives the VJP a zero view for the sequence and the compiled steps add nothing for it;
     # the same cotangents, bit for bit, as the NumPy loop and as reading the sequence with zero weights.
+    _own_tanh(monkeypatch, True)
     runs = []
     for on, read in ((True, False), (False, False), (True, "zeros")):
         switch(on)
