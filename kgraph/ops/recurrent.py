@@ -341,8 +341,8 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, bias=
     if bias is not None and step_bias is None:
         projection = projection_bias.with_bias(projection, bias)
     if fused is not None:  # the same operations as the loop below, in compiled loops
-        gru_kernel.run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept, keep, steps,
-                       step_bias)
+        compiled_state = gru_kernel.run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept,
+                                        keep, steps, step_bias)
     for s, t in [] if fused is not None else steps:
         z = gates[s]
         h_prev = hidden[s]
@@ -370,7 +370,7 @@ def gru(projection, recurrent_kernel, recurrent_bias=None, initial_h=None, bias=
     def vjp(cotangents):
         if fused is not None:
             d_pre, d_recurrent, dh = gru_kernel.vjp(fused, cotangents, recurrent_kernel, gates, kept, hidden, keep,
-                                                    steps, zero_output_for_mask)
+                                                    steps, zero_output_for_mask, compiled_state)
             return _gru_gradients(product, hidden, d_pre, d_recurrent, dh, recurrent_bias, initial_h, go_backwards)
         g_sequence, g_h = cotangents
         update, reset, candidate = gates[..., :u], gates[..., u:2 * u], gates[..., 2 * u:]

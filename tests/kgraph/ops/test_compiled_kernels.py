@@ -6,7 +6,7 @@ import pytest
 
 import kgraph
 from kgraph import optimizers
-from kgraph.ops.kernels import compiled, fused_tanh, lstm, native, threads
+from kgraph.ops.kernels import compiled, fused_tanh, gru, lstm, native, threads
 from kgraph.optimizers import Adam, update_parallel
 
 pytest.importorskip("numba")  # the dev extra installs it, so these run wherever the suite is meant to run
@@ -380,7 +380,59 @@ def test_gru_fused_equals_numpy(switch, monkeypatch, time_major, go_backwards, m
             np.testing.assert_array_equal(a, b)
         for a, b in zip(plain, got):
             np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6 * np.abs(a).max())
-    assert switch.calls["gru_gates"] == switch.calls["gru_backward_step"] == 2 * 7
+    assert _gru_calls(switch) == _gru_expected_calls(own_tanh, (np.float32, np.float64))
+
+
+def _gru_calls(switch):
+    return {name: n for name, n in switch.calls.items() if name.startswith("gru_")}
+
+
+def _gru_expected_calls(own_tanh, dtypes, runs=1, steps=7):
+    """The GRU kernels' calls for ``runs`` calls per dtype: with NumPy's BLAS and tanh loop callable from compiled
+    code (``kernels.native``; float32's own tanh needs no loop), one call for the whole forward loop and one for
+    the backward; else each step's phases."""
+    expected = {}
+    module = compiled.kernels()
+    for dtype in dtypes:
+        if native.gemm(dtype, module) is None or \
+                (native.tanh_loop(dtype, module) is None and not (own_tanh and dtype == np.float32)):
+            counts = dict.fromkeys(["gru_gates", "gru_candidate", "gru_hidden", "gru_backward_step",
+                                    "gru_backward_carry"], steps)
+        else:
+            counts = {"gru_forward_steps": 1, "gru_backward_steps": 1}
+        for name, count in counts.items():
+            expected[name] = expected.get(name, 0) + count * runs
+    return expected
+
+
+@pytest.mark.parametrize("own_tanh", [True, False])
+@pytest.mark.parametrize("masked", [None, "carry"])
+def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, masked):
+    if not threads.can_split():
+        pytest.skip("one core or no threadpoolctl: no split to test")
+    monkeypatch.setattr(gru, "MIN_WORK", 1)
+    monkeypatch.setattr(gru, "_TIMINGS", {})
+    _own_tanh(monkeypatch, own_tanh)
+    switch(False)
+    with monkeypatch.context() as patch:
+        if own_tanh:
+            rounded_tanh(patch)  # float32: the compiled steps' tanh (see test_gru_fused_equals_numpy)
+        expected = _gru_case(True, False, masked, True, True, np.float32, batch=40)
+    switch(True)
+    # The first two calls of a shape time the split and the whole way: the three runs cover both.
+    runs = [_gru_case(True, False, masked, True, True, np.float32, batch=40) for _ in range(3)]
+    (timing_forward, timing_backward), = gru._TIMINGS.values() or [(None, None)]
+    whole = _gru_expected_calls(own_tanh, (np.float32,), runs=3)
+    if "gru_forward_steps" not in whole:  # no whole-loop calls here: nothing splits
+        assert _gru_calls(switch) == whole and timing_forward is None
+        return
+    assert timing_forward.runs[True] >= 1 and timing_backward.runs[True] >= 1
+    assert switch.calls["gru_forward_steps"] >= 3 + 1 and switch.calls["gru_backward_steps"] >= 3 + 1
+    for got in runs:
+        for a, b in zip(expected, got):
+            # a half's products are BLAS's on fewer rows and one thread: their sums may round otherwise (as in
+            # the LSTM's halves); within float32 rounding over 7 steps
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6 * np.abs(a).max())
 
 
 @pytest.mark.parametrize("go_backwards", [False, True])
@@ -399,7 +451,7 @@ def test_gru_with_its_sequence_unread_equals_a_zero_sequence_cotangent(switch, m
     for got in runs[1:]:
         for a, b in zip(runs[0], got):
             np.testing.assert_array_equal(a, b)
-    assert switch.calls["gru_backward_step"] == 2 * 7
+    assert _gru_calls(switch) == _gru_expected_calls(True, (np.float32,), runs=2)
 
 
 def test_gru_without_reset_after_or_with_dropout_keeps_the_loop(switch):
@@ -411,4 +463,4 @@ def test_gru_without_reset_after_or_with_dropout_keeps_the_loop(switch):
     ops.gru(projection, kernel, None, None, reset_after=False)
     ops.gru(projection, kernel, None, None, recurrent_masks=np.ones((3, 4, 2), np.float32))
     ops.gru(projection, kernel, None, None, recurrent_activation="hard_sigmoid")
-    assert "gru_gates" not in switch.calls
+    assert not _gru_calls(switch)
