@@ -406,8 +406,8 @@ def _gru_expected_calls(own_tanh, dtypes, runs=1, steps=7):
 
 
 @pytest.mark.parametrize("own_tanh", [True, False])
-@pytest.mark.parametrize("masked", [None, "carry"])
-def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, masked):
+@pytest.mark.parametrize("masked, go_backwards", [(None, False), ("carry", True), ("zero outputs", False)])
+def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, masked, go_backwards):
     if not threads.can_split():
         pytest.skip("one core or no threadpoolctl: no split to test")
     monkeypatch.setattr(gru, "MIN_WORK", 1)
@@ -417,10 +417,10 @@ def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, ma
     with monkeypatch.context() as patch:
         if own_tanh:
             rounded_tanh(patch)  # float32: the compiled steps' tanh (see test_gru_fused_equals_numpy)
-        expected = _gru_case(True, False, masked, True, True, np.float32, batch=40)
+        expected = _gru_case(True, go_backwards, masked, True, True, np.float32, batch=40)
     switch(True)
     # The first two calls of a shape time the split and the whole way: the three runs cover both.
-    runs = [_gru_case(True, False, masked, True, True, np.float32, batch=40) for _ in range(3)]
+    runs = [_gru_case(True, go_backwards, masked, True, True, np.float32, batch=40) for _ in range(3)]
     (timing_forward, timing_backward), = gru._TIMINGS.values() or [(None, None)]
     whole = _gru_expected_calls(own_tanh, (np.float32,), runs=3)
     if "gru_forward_steps" not in whole:  # no whole-loop calls here: nothing splits
