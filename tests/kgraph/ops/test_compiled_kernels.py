@@ -406,8 +406,10 @@ def _gru_expected_calls(own_tanh, dtypes, runs=1, steps=7):
 
 
 @pytest.mark.parametrize("own_tanh", [True, False])
-@pytest.mark.parametrize("masked, go_backwards", [(None, False), ("carry", True), ("zero outputs", False)])
-def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, masked, go_backwards):
+@pytest.mark.parametrize("masked, go_backwards, dtype", [(None, False, np.float32), ("carry", True, np.float32),
+                                                         ("zero outputs", False, np.float32),
+                                                         ("carry", False, np.float64)])
+def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, masked, go_backwards, dtype):
     if not threads.can_split():
         pytest.skip("one core or no threadpoolctl: no split to test")
     monkeypatch.setattr(gru, "MIN_WORK", 1)
@@ -417,12 +419,12 @@ def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, ma
     with monkeypatch.context() as patch:
         if own_tanh:
             rounded_tanh(patch)  # float32: the compiled steps' tanh (see test_gru_fused_equals_numpy)
-        expected = _gru_case(True, go_backwards, masked, True, True, np.float32, batch=40)
+        expected = _gru_case(True, go_backwards, masked, True, True, dtype, batch=40)
     switch(True)
     # The first two calls of a shape time the split and the whole way: the three runs cover both.
-    runs = [_gru_case(True, go_backwards, masked, True, True, np.float32, batch=40) for _ in range(3)]
+    runs = [_gru_case(True, go_backwards, masked, True, True, dtype, batch=40) for _ in range(3)]
     (timing_forward, timing_backward), = gru._TIMINGS.values() or [(None, None)]
-    whole = _gru_expected_calls(own_tanh, (np.float32,), runs=3)
+    whole = _gru_expected_calls(own_tanh, (dtype,), runs=3)
     if "gru_forward_steps" not in whole:  # no whole-loop calls here: nothing splits
         assert _gru_calls(switch) == whole and timing_forward is None
         return
@@ -431,8 +433,9 @@ def test_gru_fused_in_two_halves_matches_numpy(switch, monkeypatch, own_tanh, ma
     for got in runs:
         for a, b in zip(expected, got):
             # a half's products are BLAS's on fewer rows and one thread: their sums may round otherwise (as in
-            # the LSTM's halves); within float32 rounding over 7 steps
-            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6 * np.abs(a).max())
+            # the LSTM's halves); within the dtype's rounding over 7 steps
+            tolerance = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(b, a, rtol=tolerance, atol=tolerance / 10 * np.abs(a).max())
 
 
 @pytest.mark.parametrize("go_backwards", [False, True])
