@@ -15,7 +15,9 @@ that BLAS and ``np.tanh``'s loop can be called from compiled code
 the whole backward loop, and the batch's rows (which recur independently) may
 run as two halves in two threads, BLAS on one thread each
 (``kernels.threads``), the forward and backward pass each timing both ways and
-keeping the faster, as the LSTM's kernel does.
+keeping the faster, as the LSTM's kernel does. A half's products are BLAS's on
+half the rows, whose sums OpenBLAS may round otherwise than the whole batch's:
+there float values may move in their last bits (as for the LSTM's halves).
 """
 import time
 
