@@ -299,13 +299,6 @@ def _halves(path, blocks, n, per_image):
     return blocks, (range(half), range(half, len(blocks)))
 
 
-def _timing(key):
-    """The split-or-not timing of calls of this geometry (a bounded table: image sizes may vary)."""
-    if key not in _TIMINGS and len(_TIMINGS) >= 64:
-        _TIMINGS.clear()
-    return _TIMINGS.setdefault(key, threads.Timing())
-
-
 class _Blocks:
     """The batch's image blocks, run by one thread or shared by two (as timed faster for this geometry).
 
@@ -320,7 +313,7 @@ class _Blocks:
         self.keep = n * per_image <= _KEEP_BYTES
         self.halves, self.timing = _halves(path, self.blocks, n, per_image), None
         if self.halves is not None:
-            self.timing = _timing(key)
+            self.timing = threads.timings(_TIMINGS, key)
             if self.timing.choose():
                 self.blocks, self.halves = self.halves
             else:

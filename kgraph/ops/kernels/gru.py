@@ -58,13 +58,6 @@ def _contiguous(projection):
     return np.ascontiguousarray(projection), False
 
 
-def _timings(shape):
-    """The forward's and the backward's split-or-not timings of calls of this shape (a bounded table)."""
-    if shape not in _TIMINGS and len(_TIMINGS) >= 64:
-        _TIMINGS.clear()
-    return _TIMINGS.setdefault(shape, (threads.Timing(), threads.Timing()))
-
-
 def _halves(batch, work):
     """Two row ranges for two threads, or None where the batch is too small for a hand-off to pay."""
     if batch < 2 * MIN_ROWS or work < MIN_WORK or not threads.can_split():
@@ -84,15 +77,6 @@ def _in_rows(job, batch, which, split):
         job(0, batch)
     if timings is not None:
         timings[which].record(two, time.perf_counter() - start)
-
-
-def _gemm(fused, kernel, batch, dtype):
-    """NumPy's BLAS ``?gemm`` for the whole-loop calls (``kernels.native``), or None: the steps call
-    ``np.matmul`` (a batch of one row, or a kernel BLAS would not take as it is)."""
-    if batch < 2 or not isinstance(kernel, np.ndarray) or kernel.dtype != dtype or \
-            not (kernel.flags.c_contiguous and kernel.flags.aligned):
-        return None
-    return native.gemm(dtype, fused)
 
 
 def _tanh_loop(fused, dtype, own):
@@ -118,7 +102,7 @@ def run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept
     # float32's tanh compiled and correctly rounded where timed faster (kernels.fused_tanh), else NumPy's;
     # timed here (once per process) before any split runs the steps in two threads
     own = dtype == np.float32 and fused.tanh_preferred()
-    gemm = _gemm(fused, recurrent_kernel, batch, dtype)
+    gemm = native.kernel_gemm(fused, recurrent_kernel, batch, dtype)
     loop = None if gemm is None else _tanh_loop(fused, dtype, own)
     if loop is None:  # a step's product and tanh by NumPy, the rest compiled, all rows at once
         tanh = fused.tanh_rows if own else lambda a, out: np.tanh(a, out=out)
@@ -138,7 +122,7 @@ def run(fused, projection, recurrent_kernel, recurrent_bias, hidden, gates, kept
         fused.gru_forward_steps(gemm, *loop, times, time_major, base, kernel, hidden, gates, kept, recurrent, bias,
                                 step_bias, masks, half, one, zero, r0, r1)
     halves = _halves(batch, batch * timesteps * width)
-    split = None if halves is None else (halves, _timings((batch, timesteps, width)))
+    split = None if halves is None else (halves, threads.timings(_TIMINGS, (batch, timesteps, width), 2))
     _in_rows(forward, batch, 0, split)
     return {"gemm": gemm, "split": split}
 

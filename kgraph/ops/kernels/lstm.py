@@ -224,17 +224,6 @@ def _backward_fused(fused, g_sequence, dh, dc, kernel, cells, gates, act_cells, 
             fused.lstm_restore(dh, skip, masks, s, r0, r1)
 
 
-def _gemm(fused, kernel, batch, dtype):
-    """NumPy's BLAS product for the compiled steps (``kernels.native``), or None, where the steps call ``np.matmul``:
-    no compiled kernels, a batch of one row, or a kernel BLAS would not take as it is (not C-ordered and aligned,
-    or not of the states' dtype)."""
-    if fused is None or batch < 2 or not isinstance(kernel, np.ndarray) or kernel.dtype != dtype:
-        return None
-    if not (kernel.flags.c_contiguous and kernel.flags.aligned):
-        return None
-    return native.gemm(dtype, fused)
-
-
 def _contiguous_base(projection):
     """``(base, time_major)``: the projection as a C-contiguous array indexed [t, row] or [row, t], or None."""
     if projection.flags.c_contiguous:
@@ -250,14 +239,6 @@ def _halves(batch, work_per_row):
         return None
     half = batch // 2
     return slice(0, half), slice(half, batch)
-
-
-def _timings(shape):
-    """The forward's and the backward's split-or-not timings of calls of this shape (a bounded table: sequence
-    lengths may vary)."""
-    if shape not in _TIMINGS and len(_TIMINGS) >= 64:
-        _TIMINGS.clear()
-    return _TIMINGS.setdefault(shape, (threads.Timing(), threads.Timing()))
 
 
 def _run(job, halves):
@@ -286,7 +267,7 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
     # (T, batch): 1 where a processing step is unmasked, 0 where masked; None without a mask.
     keep = None if step_mask is None else np.ascontiguousarray(np.asarray(step_mask)[:, times].T.astype(dtype))
     split = _halves(batch, width * timesteps)
-    timings = None if split is None else _timings((batch, timesteps, width))
+    timings = None if split is None else threads.timings(_TIMINGS, (batch, timesteps, width), 2)
     halves = split if timings is not None and timings[0].choose() else None
     fused = compiled.kernels(projection.size) if dtype.kind == "f" and dtype.itemsize in (4, 8) else None
     base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
@@ -299,7 +280,7 @@ def run(projection, recurrent_kernel, initial_h=None, initial_c=None, go_backwar
         else:
             projection = with_bias(projection, bias)
             base, time_major = _contiguous_base(projection) if fused is not None else (None, False)
-    gemm = _gemm(fused if base is not None else None, recurrent_kernel, batch, dtype)
+    gemm = native.kernel_gemm(fused if base is not None else None, recurrent_kernel, batch, dtype)
     start = time.perf_counter()
 
     def forward(rows):

@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["gemm", "tanh_loop"]
+__all__ = ["gemm", "kernel_gemm", "tanh_loop"]
 
 _lock = threading.Lock()
 _found = {}  # (routine, dtype char) -> what the routine returns (NumPy keeps its BLAS and loops loaded for good)
@@ -60,6 +60,17 @@ def gemm(dtype, fused):
     """The address of NumPy's BLAS ``?gemm`` for ``dtype`` (float32 or float64), for ``fused.gemm_rows``, or
     None (another dtype, another BLAS, no threadpoolctl, or products that differ from NumPy's)."""
     return _cached("gemm", dtype, fused, _find_gemm)
+
+
+def kernel_gemm(fused, kernel, rows, dtype):
+    """``gemm(dtype)`` for a recurrence's compiled steps, whose products take ``kernel`` on ``rows`` rows of
+    states of ``dtype``; None where the steps call ``np.matmul`` instead: no compiled kernels (``fused`` None),
+    one row, or a kernel BLAS would not take as it is (not C-ordered and aligned, or not of the states' dtype)."""
+    if fused is None or rows < 2 or not isinstance(kernel, np.ndarray) or kernel.dtype != dtype:
+        return None
+    if not (kernel.flags.c_contiguous and kernel.flags.aligned):
+        return None
+    return gemm(dtype, fused)
 
 
 def tanh_loop(dtype, fused):

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kgraph.ops.kernels import environment
 
-__all__ = ["Timing", "can_split", "cores", "in_halves", "worker"]
+__all__ = ["Timing", "can_split", "cores", "in_halves", "timings", "worker"]
 
 # OpenBLAS's spin before its threads sleep, as a power of two of CPU cycles (see the module docstring).
 BLAS_SPIN_LOG2_CYCLES = 20
@@ -197,3 +197,18 @@ class Timing:
         """Add a later part of the call last recorded (a backward pass that follows the forward's choice)."""
         if self.recent[split] and self.runs[split] > 1:
             self.recent[split][-1] += seconds
+
+
+# Most keys a table of timings keeps (call shapes may vary without bound): a full table starts again.
+TABLE_KEYS = 64
+
+
+def timings(table, key, count=1):
+    """The split-or-not timing(s) kept in ``table`` (a dict of the caller's) for calls of ``key``: one ``Timing``,
+    or a tuple of ``count`` (a forward's and a backward's). A table of ``TABLE_KEYS`` keys is emptied before a new
+    key joins it."""
+    if key not in table and len(table) >= TABLE_KEYS:
+        table.clear()
+    if key not in table:
+        table[key] = Timing() if count == 1 else tuple(Timing() for _ in range(count))
+    return table[key]

@@ -56,13 +56,13 @@ def test_without_threadpoolctl_the_steps_keep_numpys_products(fused, monkeypatch
     assert native.gemm(np.float32, fused) is None
 
 
-def test_the_lstm_steps_take_numpys_products_only_for_kernels_blas_takes_as_they_are(fused):
+def test_the_recurrent_steps_take_numpys_products_only_for_kernels_blas_takes_as_they_are(fused):
     kernel = np.ones((4, 16), np.float32)
-    assert (lstm._gemm(fused, kernel, 5, np.dtype(np.float32)) is None) == (native.gemm(np.float32, fused) is None)
-    assert lstm._gemm(fused, kernel, 1, np.dtype(np.float32)) is None  # one row: NumPy may multiply otherwise
-    assert lstm._gemm(fused, np.asfortranarray(kernel), 5, np.dtype(np.float32)) is None
-    assert lstm._gemm(fused, kernel.astype(np.float64), 5, np.dtype(np.float32)) is None
-    assert lstm._gemm(None, kernel, 5, np.dtype(np.float32)) is None
+    assert (native.kernel_gemm(fused, kernel, 5, np.dtype(np.float32)) is None) == (native.gemm(np.float32, fused) is None)
+    assert native.kernel_gemm(fused, kernel, 1, np.dtype(np.float32)) is None  # one row: NumPy may multiply otherwise
+    assert native.kernel_gemm(fused, np.asfortranarray(kernel), 5, np.dtype(np.float32)) is None
+    assert native.kernel_gemm(fused, kernel.astype(np.float64), 5, np.dtype(np.float32)) is None
+    assert native.kernel_gemm(None, kernel, 5, np.dtype(np.float32)) is None
 
 
 def _numpy_has_loop_api():
