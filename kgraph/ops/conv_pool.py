@@ -195,6 +195,52 @@ class _Im2col:
         return d_matrix
 
 
+class _Direct:
+    """A 3x3 stride-1 convolution of one input channel (a grayscale image's first layer) pooled over 2x2
+    windows, both in one compiled pass per block (``kernels.fused_conv``): only the pooled output and its winning
+    taps are written, and the VJP reads those and the image (no window matrix, no convolution-sized array)."""
+
+    min_images = 1
+
+    def __init__(self, xp, kernel, dtype, pooled, fused):
+        self.fused, self.dtype, self.pooled = fused, dtype, pooled
+        self.image = np.ascontiguousarray(xp[..., 0], dtype=dtype)
+        self.weights = np.ascontiguousarray(np.asarray(kernel, dtype=dtype).reshape(9, -1))
+        self.filters = self.weights.shape[1]
+
+    @staticmethod
+    def applicable(fused, kernel_size, strides, dilation, pool, groups, channels, dtype, bias):
+        return (fused is not None and tuple(kernel_size) == (3, 3) and tuple(strides) == (1, 1)
+                and tuple(dilation) == (1, 1) and tuple(pool) == (2, 2) and groups == 1 and channels == 1
+                and dtype in _COMPILED_DTYPES and (bias is None or np.asarray(bias).dtype == dtype))
+
+    def bytes_per_image(self, itemsize):
+        return int(np.prod(self.pooled)) * self.filters * (itemsize + 1)  # the pooled output and its taps
+
+    def forward_pooled(self, out, i0, i1, bias, relu):
+        """Write images ``i0:i1``' pooled convolution, ``bias`` added and the relu applied, into ``out``; their
+        winning taps (what the VJP routes by)."""
+        block = out[i0:i1]
+        index = np.empty(block.shape, dtype=np.uint8)
+        rows = np.empty((2, 2 * self.pooled[1], self.filters), dtype=self.dtype)
+        bias = np.empty(0, dtype=self.dtype) if bias is None else np.asarray(bias)
+        self.fused.conv3x3_max_pool(self.image[i0:i1], self.weights, block, index, rows, bias, relu,
+                                    self.dtype.type(0), 0, i1 - i0)
+        return index
+
+    def backward(self, state, i0, i1, g, index, dxp):
+        """The kernel-matrix gradient of the block; adds the input gradient into ``dxp`` when given."""
+        del state  # nothing kept: the image and the winning taps are all the VJP reads
+        d_weights = np.zeros_like(self.weights)
+        image = self.image[i0:i1]
+        d_image = np.zeros_like(image) if dxp is not None else np.empty((0, 0, 0), dtype=self.dtype)
+        self.fused.conv3x3_max_pool_grads(image, self.weights, np.ascontiguousarray(g, dtype=self.dtype), index,
+                                          d_weights, np.empty_like(self.weights), d_image, 0, i1 - i0)
+        if dxp is not None:
+            dxp[i0:i1, :image.shape[1], :image.shape[2], 0] += d_image
+        return d_weights
+
+
 class _Winograd:
     """The convolution as Winograd tiles.
 
@@ -337,6 +383,9 @@ class _Blocks:
         def job(indices):
             for k in indices:
                 i0, i1 = self.blocks[k]
+                if isinstance(self.path, _Direct):  # pooled and finished in its own pass
+                    self.beats[k] = self.path.forward_pooled(out, i0, i1, bias, relu)
+                    continue
                 cells, state = self.path.forward(i0, i1)
                 best, self.beats[k], finished[k] = _pool(cells, self.path.pooled_view(out, i0, i1), bias, relu)
                 if not finished[k]:
@@ -394,7 +443,11 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
                   for p, k, s, w, d in zip(pooled, pool, strides, kernel_size, dilation))
     xp = xp_full[(slice(None),) + tuple(slice(0, e) for e in reach)]
     needed = tuple(p * k for p, k in zip(pooled, pool))
-    if r == 2 and winograd.applicable(kernel_size, strides, dilation, mat.groups, channels, mat.filters, needed,
+    fused = compiled.kernels(int(np.prod(x.shape[:-1])) * mat.filters)
+    if r == 2 and _Direct.applicable(fused, kernel_size, strides, dilation, pool, mat.groups, channels, dtype,
+                                     bias):
+        path = _Direct(xp, kernel, dtype, pooled, fused)
+    elif r == 2 and winograd.applicable(kernel_size, strides, dilation, mat.groups, channels, mat.filters, needed,
                                       dtype):
         path = _Winograd(xp, kernel, dtype, pool, pooled, winograd.choose_tile(needed))
     else:

@@ -14,6 +14,7 @@ release the GIL, so ``kernels.threads`` can run two halves of a job at once.
 import numpy as np
 
 from kgraph.ops.kernels.fused_calls import gemm_rows, tanh_into, ufunc_rows
+from kgraph.ops.kernels.fused_conv import conv3x3_max_pool, conv3x3_max_pool_grads
 from kgraph.ops.kernels.fused_gru import (
     gru_backward_carry,
     gru_backward_step,
@@ -28,11 +29,11 @@ from kgraph.ops.kernels.fused_tanh import preferred as tanh_preferred
 from kgraph.ops.kernels.fused_tanh import tanh_rows
 from kgraph.ops.kernels.jit import compile_kernel
 
-__all__ = ["adam", "gemm_rows", "gru_backward_carry", "gru_backward_step", "gru_backward_steps", "gru_candidate",
-           "gru_forward_steps", "gru_gates", "gru_hidden", "lstm_backward_step", "lstm_backward_steps", "lstm_carry",
-           "lstm_cells", "lstm_forward_steps", "lstm_gates", "lstm_restore", "lstm_step_head", "pool_argmax",
-           "pool_route", "relu", "relu_gradient", "rmsprop", "sgd", "tanh_into", "tanh_preferred", "tanh_rows",
-           "ufunc_rows"]
+__all__ = ["adam", "conv3x3_max_pool", "conv3x3_max_pool_grads", "gemm_rows", "gru_backward_carry",
+           "gru_backward_step", "gru_backward_steps", "gru_candidate", "gru_forward_steps", "gru_gates", "gru_hidden",
+           "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_forward_steps", "lstm_gates",
+           "lstm_restore", "lstm_step_head", "pool_argmax", "pool_route", "relu", "relu_gradient", "rmsprop", "sgd",
+           "tanh_into", "tanh_preferred", "tanh_rows", "ufunc_rows"]
 
 
 _compile = compile_kernel

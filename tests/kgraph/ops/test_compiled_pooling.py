@@ -22,6 +22,14 @@ def _image_blocks_in_one_thread(monkeypatch):
     monkeypatch.setattr(threads.Timing, "choose", lambda self: False)
 
 
+@pytest.fixture(autouse=True)
+def _single_channel_as_window_matrix(monkeypatch):
+    """A single-channel 3x3 convolution takes its window-matrix path here too: with the kernels on it would run
+    as the direct compiled pass, which computes the convolution itself (its values are the two ops' within
+    rounding, tested in test_conv_pool.py), while these tests compare the pooling passes bit for bit."""
+    monkeypatch.setattr(conv_pool._Direct, "applicable", staticmethod(lambda *args: False))
+
+
 def _layouts(rng, dtype):
     """Arrays ``(A, P, B, Q, C, F)`` as the paths give them: im2col's contiguous taps, Winograd's tiles, image
     windows as a strided view, and a 3x3 window."""

@@ -226,3 +226,105 @@ def test_image_blocks_in_two_threads_match_one_thread(shapes, monkeypatch):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     for g, w in zip(got_grads, want_grads):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * np.abs(w).max())
+
+
+def _direct_kernels():
+    """The compiled kernels, loaded now (the direct path's pass needs them), or a skip where numba is absent."""
+    compiled = importlib.import_module("kgraph.ops.kernels.compiled")
+    fused_kernels = compiled.kernels()
+    if fused_kernels is None:
+        pytest.skip("numba is not installed: the single-channel convolution runs as a window-matrix product")
+    return fused_kernels
+
+
+def _direct_runs(monkeypatch):
+    """A list that gets one entry per image block the direct path pools."""
+    runs, forward = [], conv_pool_module._Direct.forward_pooled
+
+    def counted(self, *args):
+        runs.append(args[1:3])
+        return forward(self, *args)
+    monkeypatch.setattr(conv_pool_module._Direct, "forward_pooled", counted)
+    return runs
+
+
+@pytest.mark.parametrize("shape,padding", [((3, 28, 28, 1), "valid"), ((2, 17, 15, 1), "valid"),
+                                           ((2, 16, 13, 1), "same")])
+@pytest.mark.parametrize("with_bias,relu", [(True, True), (False, True), (True, False), (False, False)])
+def test_single_channel_3x3_convolution_pooled_in_one_pass(shape, padding, with_bias, relu, monkeypatch):
+    # The first layer of a grayscale CNN: convolved and pooled in one compiled pass, the same values and
+    # gradients (the input's too) as the two ops, float rounding apart.
+    _direct_kernels()
+    runs = _direct_runs(monkeypatch)
+    case = (shape, (3, 3, 1, 12))
+    x, kernel, bias = case_arrays(case, "float64", with_bias, seed=5)
+    args = (1, padding, 1, 2, relu)
+    got, got_grads = values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias])
+    assert runs, "the direct path did not run"
+    want, want_grads = values_and_gradients(lambda *a: pair(*a, *args), [x, kernel, bias])
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+    assert len(got_grads) == len(want_grads) == (3 if with_bias else 2)
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-11)
+
+
+def test_single_channel_pass_float32_and_two_threads_match_the_window_matrix_path(monkeypatch):
+    # The digits CNN's first layer at a 64-image batch: the direct pass, whole and in two threads, against the
+    # window-matrix product it replaces (float32: within rounding; the winning taps agree).
+    _direct_kernels()
+    threads = importlib.import_module("kgraph.ops.kernels.threads")
+    x, kernel, bias = case_arrays(((64, 28, 28, 1), (3, 3, 1, 32)), "float32", True, seed=11)
+    args = (1, "valid", 1, 2, True)
+    results = []
+    for split in (True, False):
+        runs = _direct_runs(monkeypatch)
+        monkeypatch.setattr(threads.Timing, "choose", lambda self, split=split: split)
+        results.append(values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias]))
+        assert len(runs) == (2 if split and threads.can_split() else 1)
+    monkeypatch.setattr(conv_pool_module._Direct, "applicable", staticmethod(lambda *a: False))
+    results.append(values_and_gradients(lambda *a: fused(*a, *args), [x, kernel, bias]))
+    want, want_grads = results[-1]
+    for got, got_grads in results[:-1]:
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+        for g, w in zip(got_grads, want_grads):
+            assert g.dtype == np.float32
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * np.abs(w).max())
+
+
+def test_single_channel_pass_propagates_nan_as_max_pool():
+    # A NaN in an image reaches the pooled cells whose windows read it, as conv then max_pool gives.
+    _direct_kernels()
+    x, kernel, bias = case_arrays(((1, 10, 10, 1), (3, 3, 1, 4)), "float64", True, seed=2)
+    x[0, 4, 5, 0] = np.nan
+    got = ops.conv_max_pool(x, kernel, bias=bias, relu=True, pool_size=2)
+    want = pair(x, kernel, bias, 1, "valid", 1, 2, True)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(np.asarray(want)))
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+
+
+def test_cnn_trains_alike_with_the_single_channel_pass_and_the_window_matrix(monkeypatch):
+    # A grayscale CNN's first layer through the direct pass or the window-matrix product: the same trajectory
+    # within float32 rounding over four epochs on scikit-learn's shipped 8x8 digits, and it learns.
+    _direct_kernels()
+    datasets = pytest.importorskip("sklearn.datasets")
+    digits = datasets.load_digits()
+    x = (digits.images[:384, :, :, None] / 16.0).astype("float32")
+    y = digits.target[:384]
+    runs = []
+    for direct in (True, False):
+        calls = _direct_runs(monkeypatch)
+        if not direct:
+            monkeypatch.setattr(conv_pool_module._Direct, "applicable", staticmethod(lambda *a: False))
+        kgraph.utils.set_random_seed(4)
+        model = kgraph.Sequential([kgraph.Input((8, 8, 1)), layers.Conv2D(16, 3, activation="relu"),
+                                   layers.MaxPooling2D(2), layers.Flatten(), layers.Dense(10, activation="softmax")])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        history = model.fit(x, y, epochs=4, batch_size=16, verbose=0, shuffle=False)
+        assert bool(calls) == direct
+        runs.append((history.history["loss"], model.get_weights()))
+    (direct_losses, direct_weights), (matrix_losses, matrix_weights) = runs
+    assert direct_losses[-1] < 0.9 * direct_losses[0]
+    np.testing.assert_allclose(direct_losses, matrix_losses, rtol=1e-4)
+    for a, b in zip(direct_weights, matrix_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
