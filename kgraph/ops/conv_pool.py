@@ -220,6 +220,7 @@ class _Direct:
     def forward_pooled(self, out, i0, i1, bias, relu):
         """Write images ``i0:i1``' pooled convolution, ``bias`` added and the relu applied, into ``out``; their
         winning taps (what the VJP routes by)."""
+        self.out, self.relu = out, relu  # the VJP masks the cotangent by the relu itself
         block = out[i0:i1]
         index = np.empty(block.shape, dtype=np.uint8)
         rows = np.empty((2, 2 * self.pooled[1], self.filters), dtype=self.dtype)
@@ -229,13 +230,16 @@ class _Direct:
         return index
 
     def backward(self, state, i0, i1, g, index, dxp):
-        """The kernel-matrix gradient of the block; adds the input gradient into ``dxp`` when given."""
-        del state  # nothing kept: the image and the winning taps are all the VJP reads
-        d_weights = np.zeros_like(self.weights)
+        """For the block's pooled cotangent ``g`` (before the relu's gradient, which this applies): the kernel
+        matrix's gradient (9 rows) with the bias's as a tenth row; adds the input gradient into ``dxp`` when
+        given."""
+        del state  # nothing kept: the image, the output and the winning taps are all the VJP reads
+        d_weights = np.zeros((10, self.filters), dtype=self.dtype)
         image = self.image[i0:i1]
         d_image = np.zeros_like(image) if dxp is not None else np.empty((0, 0, 0), dtype=self.dtype)
-        self.fused.conv3x3_max_pool_grads(image, self.weights, np.ascontiguousarray(g, dtype=self.dtype), index,
-                                          d_weights, np.empty_like(self.weights), d_image, 0, i1 - i0)
+        self.fused.conv3x3_max_pool_grads(image, self.weights, np.ascontiguousarray(g, dtype=self.dtype),
+                                          self.out[i0:i1], self.relu, index, d_weights, np.empty_like(d_weights),
+                                          np.empty(self.filters, dtype=self.dtype), d_image, 0, i1 - i0)
         if dxp is not None:
             dxp[i0:i1, :image.shape[1], :image.shape[2], 0] += d_image
         return d_weights
@@ -458,12 +462,17 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
 
     def backward(g, grads, with_x):
         g = np.asarray(g, dtype=dtype)
-        if relu:
-            g = relu_gradient(g, out)
-        g2 = g.reshape(-1, mat.filters)
-        grads["bias"] = np.ones(g2.shape[0], dtype=dtype) @ g2 if bias is not None else None
         dxp = np.zeros(xp_full.shape, dtype=dtype) if with_x else None
-        grads["kernel"] = mat.unmatrix(blocks.backward(g, dxp))
+        if isinstance(path, _Direct):  # the relu's gradient and the bias's sum come from its own pass
+            matrix = blocks.backward(g, dxp)
+            grads["bias"] = matrix[9].copy() if bias is not None else None
+            grads["kernel"] = mat.unmatrix(np.ascontiguousarray(matrix[:9]))
+        else:
+            if relu:
+                g = relu_gradient(g, out)
+            g2 = g.reshape(-1, mat.filters)
+            grads["bias"] = np.ones(g2.shape[0], dtype=dtype) @ g2 if bias is not None else None
+            grads["kernel"] = mat.unmatrix(blocks.backward(g, dxp))
         if with_x:
             grads["x"] = unpad(dxp, pads, spatial)
 

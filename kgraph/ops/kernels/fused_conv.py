@@ -6,15 +6,15 @@ which checks for numba. With one input channel each convolution cell is a dot pr
 kernel column: as a matrix product (``_Im2col``) that is a 9-deep product over a window matrix nine times the
 image, whose result (the convolution, four times the pooled output) goes through memory once more for the
 pooling and twice in the VJP. Here each pooled row's two convolution rows are computed into a small scratch
-that stays in cache and pooled at once, and the VJP reads only the pooled cotangent, the winning taps and the
-image.
+that stays in cache and pooled at once, and the VJP reads only the pooled cotangent, the winning taps, the
+pooled output (the relu's mask) and the image, and sums the bias's gradient on the way.
 
 Values: each cell is ``x0 * w0``, then ``+ x_t * w_t`` for the taps in row-major order, each step a fused
 multiply-add where the machine has one (the order and rounding of BLAS's 9-deep product there); the pooling's
 maximum, winning tap (one byte, the first maximum in row-major order), bias and relu are ``fused_pool``'s. The
 kernel's gradient sums, per image, the winning cell's window times the cotangent, then adds the images' sums in
-order: the products of the window-matrix path, summed in another order (float rounding apart). A window's
-losing cells take no part (the window-matrix path multiplies them by zero).
+order (the bias's likewise): the products of the window-matrix path, summed in another order (float rounding
+apart). A window's losing cells take no part (the window-matrix path multiplies them by zero).
 """
 import numpy as np
 
@@ -83,21 +83,35 @@ def conv3x3_max_pool(image, weights, out, index, rows, bias, relu, zero, i0, i1)
 
 
 @compile_kernel(fused_multiply_add=True)
-def conv3x3_max_pool_grads(image, weights, g, index, d_weights, part, d_image, i0, i1):
-    """The VJP of ``conv3x3_max_pool`` for images ``i0:i1`` and the pooled cotangent ``g (n, PH, PW, F)`` (the
-    bias's and relu's parts already applied): adds the weights' gradient into ``d_weights (9, F)`` (``part``: a
-    ``(9, F)`` scratch for one image's sum) and, when ``d_image`` is not empty, the image's into ``d_image (n, H,
-    W)``."""
+def conv3x3_max_pool_grads(image, weights, g, pooled, relu, index, d_weights, part, masked, d_image, i0, i1):
+    """The VJP of ``conv3x3_max_pool`` for images ``i0:i1`` and the pooled cotangent ``g (n, PH, PW, F)``.
+
+    With ``relu`` the cotangent first goes through the relu's gradient, ``g * (pooled > 0)`` as
+    ``ops.nn.relu_gradient`` computes it, ``pooled`` being the op's output (``masked (F,)``: scratch for one
+    pooled cell's). Adds into ``d_weights (10, F)`` the weights' gradient (rows 0-8, the taps row-major) and the
+    bias's (row 9: the masked cotangent's sum), each image's summed first in ``part (10, F)``; and, when
+    ``d_image`` is not empty, the image's gradient into ``d_image (n, H, W)``."""
     filters = g.shape[3]
+    zero, one = g.dtype.type(0), g.dtype.type(1)
     with_image = d_image.shape[0] > 0
+    bias_part = part[9]
     for n in range(i0, i1):
         img = image[n]
-        for t in range(9):
+        for t in range(10):
             for f in range(filters):
                 part[t, f] = 0
         for pi in range(g.shape[1]):
             for pj in range(g.shape[2]):
-                grad = g[n, pi, pj]
+                cell = g[n, pi, pj]
+                if relu:
+                    top = pooled[n, pi, pj]
+                    for f in range(filters):
+                        masked[f] = cell[f] * (one if top[f] > zero else zero)
+                else:
+                    for f in range(filters):
+                        masked[f] = cell[f]
+                for f in range(filters):
+                    bias_part[f] = bias_part[f] + masked[f]
                 won = index[n, pi, pj]
                 y, x = 2 * pi, 2 * pj
                 for ky in range(3):
@@ -108,12 +122,12 @@ def conv3x3_max_pool_grads(image, weights, g, index, d_weights, part, d_image, i
                         acc = part[3 * ky + kx]
                         for f in range(filters):
                             k = won[f]
-                            top = a0 if k == 0 else a1
-                            bottom = b0 if k == 2 else b1
-                            acc[f] = acc[f] + (top if k < 2 else bottom) * grad[f]
+                            top_cell = a0 if k == 0 else a1
+                            bottom_cell = b0 if k == 2 else b1
+                            acc[f] = acc[f] + (top_cell if k < 2 else bottom_cell) * masked[f]
                 if with_image:
-                    _route_to_image(weights, grad, won, d_image[n], y, x)
-        for t in range(9):
+                    _route_to_image(weights, masked, won, d_image[n], y, x)
+        for t in range(10):
             for f in range(filters):
                 d_weights[t, f] = d_weights[t, f] + part[t, f]
 
