@@ -121,6 +121,17 @@ def shared_vjp(backward, g, has_bias):
     return d_x, d_kernel, d_bias if has_bias else None
 
 
+def empty_batch(x, kernel, bias, out_shape, dtype):
+    """``(output, vjp)`` of a convolution-like op on a batch of no images: an empty output, zero gradients."""
+    def backward(g, grads, with_x):
+        grads["kernel"] = np.zeros(kernel.shape, dtype=dtype)
+        grads["bias"] = np.zeros(np.shape(bias), dtype=dtype) if bias is not None else None
+        if with_x:
+            grads["x"] = np.zeros(x.shape, dtype=dtype)
+
+    return np.zeros(out_shape, dtype=dtype), lambda g: shared_vjp(backward, g, bias is not None)
+
+
 @primitive(num_inputs=3)
 def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
     x = np.asarray(x)
@@ -137,6 +148,8 @@ def _conv(x, kernel, bias, strides, pads, dilation, groups, relu):
     per_image = int(np.prod(out_spatial))
     mat = _Kernel(kernel, groups)
     dtype = np.result_type(x.dtype, kernel.dtype)
+    if n == 0:
+        return empty_batch(x, kernel, bias, (0,) + out_spatial + (mat.filters,), dtype)
     window_cells = per_image * mat.taps * channels
     wino = winograd.applicable(kernel_size, strides, dilation, groups, channels, mat.filters, out_spatial, dtype)
     if wino:

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from kgraph.backend.autodiff import primitive
-from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, shared_vjp
+from kgraph.ops.conv import _image_blocks, _Kernel, conv_args, empty_batch, shared_vjp
 from kgraph.ops.kernels import compiled, threads, winograd
 from kgraph.ops.kernels.windows import conv_output_length, normalize_tuple, pad, scratch, unpad
 from kgraph.ops.nn import relu_gradient
@@ -441,6 +441,8 @@ def _conv_max_pool(x, kernel, bias, strides, pads, dilation, pool, relu):
     n, channels = x.shape[0], x.shape[-1]
     mat = _Kernel(kernel, channels // kernel.shape[-2])
     dtype = np.result_type(x.dtype, kernel.dtype)
+    if n == 0:
+        return empty_batch(x, kernel, bias, (0,) + pooled + (mat.filters,), dtype)
     xp_full = pad(x, pads)
     # Only the input cells that the pooled convolution cells read.
     reach = tuple((p * k - 1) * s + (w - 1) * d + 1

@@ -18,7 +18,10 @@ class Flatten(Layer):
         x = inputs
         if self.data_format == "channels_first" and np.ndim(x) > 2:
             x = ops.transpose(x, (0,) + tuple(range(2, np.ndim(x))) + (1,))
-        return ops.reshape(x, (np.shape(x)[0], -1))
+        shape = np.shape(x)
+        # The width from the known axes, as Keras's Flatten: -1 cannot be solved on a batch of no rows.
+        width = -1 if any(d is None for d in shape[1:]) else int(np.prod(shape[1:]))
+        return ops.reshape(x, (shape[0], width))
 
     def compute_output_shape(self, input_shape):
         rest = input_shape[1:]

@@ -154,7 +154,7 @@ def im2col(xp, kernel_size, strides, dilation, out_spatial, buf=None):
         lead = (slice(None),) * (1 + len(out_spatial))
         for taps, region in tap_slices(kernel_size, strides, dilation, out_spatial):
             cols[lead + taps] = xp[region]
-    return cols.reshape(n * int(np.prod(out_spatial)), -1)
+    return cols.reshape(n * int(np.prod(out_spatial)), int(np.prod(kernel_size)) * channels)
 
 
 def col2im_add(target, cols, strides, dilation):

@@ -328,3 +328,35 @@ def test_cnn_trains_alike_with_the_single_channel_pass_and_the_window_matrix(mon
     np.testing.assert_allclose(direct_losses, matrix_losses, rtol=1e-4)
     for a, b in zip(direct_weights, matrix_weights):
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("compiled_kernels", ["0", "1"])
+@pytest.mark.parametrize("name,call,kernel_shape,channels,out_shape", [
+    ("conv", lambda x, k, b: ops.conv(x, k, bias=b, relu=True), (3, 3, 1, 8), 1, (0, 10, 10, 8)),
+    ("conv_max_pool", lambda x, k, b: ops.conv_max_pool(x, k, bias=b, relu=True), (3, 3, 1, 8), 1, (0, 5, 5, 8)),
+    ("winograd", lambda x, k, b: ops.conv_max_pool(x, k, bias=b), (3, 3, 16, 16), 16, (0, 5, 5, 16)),
+    ("depthwise", lambda x, k, b: ops.depthwise_conv(x, k, bias=b), (3, 3, 2, 2), 2, (0, 10, 10, 4)),
+    ("conv_transpose", lambda x, k, b: ops.conv_transpose(x, k, 2) + b, (3, 3, 4, 1), 1, (0, 25, 25, 4)),
+])
+def test_a_batch_of_no_images_gives_an_empty_output_and_zero_gradients(name, call, kernel_shape, channels,
+                                                                        out_shape, compiled_kernels, monkeypatch):
+    # As Keras's backends: an empty batch convolves to an empty batch (a division by zero before).
+    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", compiled_kernels)
+    x = np.zeros((0, 12, 12, channels), dtype="float32")
+    kernel = kgraph.Variable(np.ones(kernel_shape, dtype="float32"))
+    bias = kgraph.Variable(np.ones(out_shape[-1], dtype="float32"))
+    with kgraph.GradientTape() as tape:
+        tape.watch(x)
+        y = call(x, kernel, bias)
+        loss = ops.sum(y)
+    assert y.shape == out_shape
+    grads = tape.gradient(loss, [kernel, bias, x])
+    for g, like in zip(grads, [kernel, bias, x]):
+        assert np.shape(g) == np.shape(like)
+        assert not np.any(np.asarray(g))
+
+
+def test_a_cnn_on_a_batch_of_no_images():
+    model = kgraph.Sequential([kgraph.Input((28, 28, 1)), layers.Conv2D(8, 3, activation="relu"),
+                               layers.MaxPooling2D(2), layers.Flatten(), layers.Dense(3)])
+    assert model(np.zeros((0, 28, 28, 1), dtype="float32")).shape == (0, 3)
