@@ -218,27 +218,27 @@ class _Direct:
         return int(np.prod(self.pooled)) * self.filters * (itemsize + 1)  # the pooled output and its taps
 
     def forward_pooled(self, out, i0, i1, bias, relu):
-        """Write images ``i0:i1``' pooled convolution, ``bias`` added and the relu applied, into ``out``; their
-        winning taps (what the VJP routes by)."""
-        self.out, self.relu = out, relu  # the VJP masks the cotangent by the relu itself
+        """Write images ``i0:i1``' pooled convolution, ``bias`` added and the relu applied, into ``out``; what the
+        VJP reads besides the image: the winning taps, the block's output and whether it went through the relu."""
         block = out[i0:i1]
         index = np.empty(block.shape, dtype=np.uint8)
         rows = np.empty((2, 2 * self.pooled[1], self.filters), dtype=self.dtype)
         bias = np.empty(0, dtype=self.dtype) if bias is None else np.asarray(bias)
         self.fused.conv3x3_max_pool(self.image[i0:i1], self.weights, block, index, rows, bias, relu,
                                     self.dtype.type(0), 0, i1 - i0)
-        return index
+        return index, block, relu
 
-    def backward(self, state, i0, i1, g, index, dxp):
-        """For the block's pooled cotangent ``g`` (before the relu's gradient, which this applies): the kernel
-        matrix's gradient (9 rows) with the bias's as a tenth row; adds the input gradient into ``dxp`` when
-        given."""
-        del state  # nothing kept: the image, the output and the winning taps are all the VJP reads
+    def backward(self, state, i0, i1, g, pooled, dxp):
+        """For the block's pooled cotangent ``g`` (before the relu's gradient, which this applies) and what
+        ``forward_pooled`` returned: the kernel matrix's gradient (9 rows) with the bias's as a tenth row; adds the
+        input gradient into ``dxp`` when given."""
+        del state  # nothing kept but ``pooled``
+        index, block, relu = pooled
         d_weights = np.zeros((10, self.filters), dtype=self.dtype)
         image = self.image[i0:i1]
         d_image = np.zeros_like(image) if dxp is not None else np.empty((0, 0, 0), dtype=self.dtype)
         self.fused.conv3x3_max_pool_grads(image, self.weights, np.ascontiguousarray(g, dtype=self.dtype),
-                                          self.out[i0:i1], self.relu, index, d_weights, np.empty_like(d_weights),
+                                          block, relu, index, d_weights, np.empty_like(d_weights),
                                           np.empty(self.filters, dtype=self.dtype), d_image, 0, i1 - i0)
         if dxp is not None:
             dxp[i0:i1, :image.shape[1], :image.shape[2], 0] += d_image
