@@ -13,6 +13,7 @@ process: the framework, the model, the data and the steps).
 
     python benchmarks/floor.py [--models mlp,cnn,lstm] [--rounds 15] [--steps 8] [--processes 1] [--numpy-too]
                                [--baseline HEAD | --baseline-root DIR] [--env NAME=VALUE ...]
+    python benchmarks/floor.py --models mlp --by-hand   # also the MLP's step by hand in NumPy, no framework
     python benchmarks/floor.py --profile mlp   # cProfile of kgraph steps, the top functions by own time
     python benchmarks/floor.py --breakdown     # ms of forward, loss, gradient, optimizer next to the floor
 
@@ -133,7 +134,33 @@ def floor_steps(model, steps):
     return run
 
 
-CONTENDERS = {"kgraph": kgraph_steps, "torch": torch_steps, "floor": floor_steps}
+def hand_steps(model, steps):
+    """The MLP's step written by hand in NumPy, no framework at all (``framework_overhead.HandStep``: the same
+    products, biases, relu, softmax, crossentropy and Adam, with kgraph's compiled loops where numba is
+    installed), on shuffled batches gathered as ``fit`` gathers them: what an engine built on NumPy's BLAS could
+    reach at best."""
+    if model != "mlp":
+        raise ValueError(f"--by-hand times the MLP's step only; received {model!r}")
+    import numpy as np
+    import train_throughput as tt
+    from framework_overhead import PHASES, HandStep
+
+    import kgraph
+    x, y = tt.MODELS[model]["data"](steps * BATCH)
+    kgraph.utils.set_random_seed(0)
+    hand = HandStep(tt.MODELS[model]["kgraph"]().get_weights())
+    rng = np.random.default_rng(0)
+
+    def run():
+        seconds = {phase: [] for phase in PHASES}
+        order = rng.permutation(len(x))
+        for i in range(0, len(order), BATCH):
+            rows = order[i:i + BATCH]
+            hand.step(x[rows], y[rows], seconds)
+    return run
+
+
+CONTENDERS = {"kgraph": kgraph_steps, "torch": torch_steps, "floor": floor_steps, "numpy": hand_steps}
 
 
 def checkout(revision, into):
@@ -247,6 +274,8 @@ def main():
     parser.add_argument("--baseline", help="also time kgraph at this git revision (e.g. HEAD)")
     parser.add_argument("--baseline-root", help="or the kgraph package under this directory (a copy of a revision)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    parser.add_argument("--by-hand", action="store_true",
+                        help="also time the MLP's step written by hand in NumPy, with no framework (MLP only)")
     parser.add_argument("--numpy-too", action="store_true",
                         help="also time this tree with KGRAPH_COMPILED_KERNELS=0 (NumPy only; the same without numba)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -261,6 +290,8 @@ def main():
     torchless = [m for m in args.models.split(",") if m in tt.MODELS and tt.MODELS[m].get("torch") is None]
     if torchless and not args.no_torch and not (args.profile or args.breakdown):
         parser.error(f"{', '.join(torchless)} has no PyTorch model (nn.LSTM has no step mask): pass --no-torch")
+    if args.by_hand and args.models != "mlp":
+        parser.error("--by-hand times the MLP's step only: pass --models mlp")
     if args.processes < 1:
         parser.error(f"--processes expects 1 or more worker processes per contender; received {args.processes}")
     if args.profile:
@@ -286,6 +317,8 @@ def main():
             contenders.append(("kgraph@base", os.path.abspath(args.baseline_root), "kgraph", None))
         if not args.no_torch:
             contenders.append(("torch", ROOT, "torch", None))
+        if args.by_hand:
+            contenders.append(("numpy", ROOT, "numpy", None))
         contenders.append(("floor", ROOT, "floor", None))
         labels = [label for label, _, _, _ in contenders]
         print(f"batch 128, Adam; ms per step, best of {args.rounds} interleaved turns of {args.steps} steps in each of "

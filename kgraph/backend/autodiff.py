@@ -47,14 +47,14 @@ def is_recording():
 
 def _value(x):
     """The plain ndarray behind a Variable (cast inside ``autocast``) or a TapeArray (anything else unchanged)."""
+    if isinstance(x, TapeArray):  # the usual case first: a recorded op's output
+        return x.view(_ndarray)
     if isinstance(x, Variable):
         value = x.value
         dtype = getattr(_autocast, "dtype", None)
         if dtype is not None and value.dtype != dtype and value.dtype.kind == "f":
             return value.astype(dtype)
         return value
-    if isinstance(x, TapeArray):
-        return x.view(_ndarray)
     return x
 
 
@@ -250,8 +250,7 @@ def _call_and_record(spec, tapes, args, kwargs):
             if not any(d is _EMPTY for d in missing):
                 args = args + missing
         raw = args[:n]
-    inputs = raw
-    values = raw
+    inputs = values = raw
     for a in raw:
         if type(a) is not _ndarray:
             if isinstance(a, KerasTensor):
@@ -265,7 +264,8 @@ def _call_and_record(spec, tapes, args, kwargs):
                             if tape._watch_accessed_variables:
                                 tape._watch_variable(v)
                 break
-    recording = [tape for tape in tapes if _tracks_any(tape._tracked, inputs)]
+    recording = (tapes if _tracks_any(tapes[0]._tracked, inputs) else ()) if len(tapes) == 1 else [
+        tape for tape in tapes if _tracks_any(tape._tracked, inputs)]  # (one tape, usually: no list built)
     if spec.list_input:
         out, vjp = spec.fn(list(values), *args[1:], **kwargs)
     else:

@@ -34,7 +34,8 @@ def seed_cotangents(targets, seeds, relevant):
         if id(t) not in relevant:
             continue
         if seed is None:
-            seed = np.ones(t.shape, t.dtype)
+            seed = np.empty(t.shape, t.dtype)  # np.ones without its Python wrapper: a loss's seed, every step
+            seed.fill(1)
         else:
             seed = seed if isinstance(seed, TapeArray) else np.asarray(seed)
             if seed.shape != t.shape:
