@@ -157,6 +157,15 @@ def _dense(g, out, x, kernel, bias=None):
     return d_x, m.matmul(sh.transpose(rows_x), rows_g), (None if bias is None else g)
 
 
+def _dense_activation(g, out, x, kernel, bias=None, activation=None):
+    """The rules of the two ops ``dense_activation`` fuses, in turn: the activation's on the product's value
+    (as a constant: these activations' rules read their output, and their input only through piecewise-constant
+    masks, as they do after a separate product), then the product's; the same cotangents as the two records."""
+    z = nn.dense._kgraph_primitive.fn(_plain(x), _plain(kernel), None if bias is None else _plain(bias))[0]
+    (g_z,) = RULES[activation](g, out, z)
+    return _dense(g_z if g_z.dtype == z.dtype else m.cast(g_z, z.dtype), z, x, kernel, bias)
+
+
 def _einsum(g, out, operands, subscripts):
     subs, output = m._parse_einsum(subscripts, operands)
     cts = []
@@ -290,7 +299,7 @@ RULES = {
     m.multiply: _multiply, m.divide: _divide, m.power: _power,
     m.maximum: _maximum_like(lambda a, b: (a > b) + 0.5 * (a == b)),
     m.minimum: _maximum_like(lambda a, b: (a < b) + 0.5 * (a == b)),
-    m.clip: _clip, m._where: _where, m.matmul: _matmul, nn.dense: _dense, m._einsum: _einsum,
+    m.clip: _clip, m._where: _where, m.matmul: _matmul, nn.dense: _dense, nn.dense_activation: _dense_activation, m._einsum: _einsum,
     r.max: _extremum(np.max), r.min: _extremum(np.min), r.logsumexp: _logsumexp,
     nn.softmax: _softmax, nn.log_softmax: _log_softmax,
     **{fn: _unary(d) for fn, d in UNARY.items()},

@@ -6,6 +6,12 @@ from kgraph.backend.autocast import _autocast
 from kgraph.layers.arguments import reject_unsupported
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer, _assign_own
+from kgraph.ops.nn import dense_activation, relu, sigmoid, softmax
+
+# The activations a Dense layer's step records with its product as one op (``ops.nn.dense_activation``): each
+# calls exactly this primitive, with its defaults.
+_FUSED_ACTIVATIONS = {activations.relu: relu, activations.sigmoid: sigmoid, activations.tanh: ops.tanh,
+                      activations.softmax: softmax}
 
 
 class Dense(Layer):
@@ -64,6 +70,9 @@ class Dense(Layer):
         if not isinstance(x, np.ndarray) or x.dtype != self.dtype or x.ndim < 2 \
                 or x.shape[-1] != self.kernel.shape[0] or getattr(x, "_keras_mask", None) is not None:
             return None
+        fused = _FUSED_ACTIVATIONS.get(self.activation)
+        if fused is not None:
+            return dense_activation(x, self.kernel, self.bias, fused)
         return self.activation(ops.dense(x, self.kernel, self.bias))
 
     def compute_output_shape(self, input_shape):
