@@ -91,7 +91,8 @@ class Adam(Optimizer):
         constants = self._constants(alpha, value.dtype)
         if constants is None:
             return False
-        fused.adam(*compiled.flat(value, gradient, m, v), *constants)
+        # Flat views made here (``compiled.flat`` also fills unused slots, which Adam has none of): every step.
+        fused.adam(value.reshape(-1), gradient.reshape(-1), m.reshape(-1), v.reshape(-1), *constants)
         return True
 
     def _constants(self, alpha, dtype):
