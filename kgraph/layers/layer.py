@@ -1,6 +1,7 @@
 """Layer: the unit of computation, called eagerly on arrays or symbolically on KerasTensors."""
 import contextvars
 import inspect
+import weakref
 
 import numpy as np
 
@@ -13,11 +14,15 @@ from kgraph.graph.node import Node, _unique
 from kgraph.graph.operation import Operation
 from kgraph.layers import mask_propagation as masking
 from kgraph.layers.input_spec import assert_input_compatibility
+from kgraph.layers.own_variables import assign_own
 from kgraph.utils import naming
 
 _REGISTRY = {}
 _call_depth = [0]
 _FLAGS = frozenset([bool, type(None), int, float, str])  # keyword values that cannot hold a KerasTensor
+# Live layers holding a loss or a regularized weight (added by add_loss, add_weight, unpickling, copying): while there
+# are none, a call has no losses to clear, ``losses`` none to collect, and neither walks the layers (each step).
+_LOSS_HOLDERS = weakref.WeakSet()
 # Set while a model file is rebuilt: it counts each weight against what the file holds before it is allocated.
 weight_budget = contextvars.ContextVar("weight_budget", default=None)
 
@@ -200,6 +205,7 @@ class Layer(Operation):
         variable.constraint = constraints.get(constraint)
         (self._trainable_variables if trainable else self._non_trainable_variables).append(variable)
         if regularizer is not None:
+            _LOSS_HOLDERS.add(self)
             self._regularized.append((variable, regularizers.get(regularizer)))
         return variable
 
@@ -212,7 +218,7 @@ class Layer(Operation):
     def load_own_variables(self, store):
         """Assign this layer's own variables from ``store`` as ``save_own_variables`` wrote it."""
         own = self._trainable_variables + self._non_trainable_variables
-        _assign_own(self, own, store)
+        assign_own(self, own, store)
 
     @property
     def trainable(self):
@@ -296,11 +302,23 @@ class Layer(Operation):
     # ----- losses ---------------------------------------------------------
     def add_loss(self, loss):
         """Add a scalar loss term (computed with kgraph.ops) during ``call``."""
+        _LOSS_HOLDERS.add(self)
         self._losses.append(loss)
+
+    def __setstate__(self, state):
+        """Unpickling and copying restore the attributes as they were (and note a layer holding losses)."""
+        state, slots = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
+        self.__dict__.update(state or {})
+        for name, value in (slots or {}).items():
+            object.__setattr__(self, name, value)
+        if self.__dict__.get("_losses") or self.__dict__.get("_regularized"):
+            _LOSS_HOLDERS.add(self)
 
     @property
     def losses(self):
         """Losses added by ``add_loss`` in the last call, plus weight regularization."""
+        if not _LOSS_HOLDERS:
+            return []
         out = []
         for layer in self._flatten_layers():
             out.extend(layer._losses)
@@ -434,7 +452,7 @@ class Layer(Operation):
         args = (first,) + args[1:]
         self._maybe_build(args)
         outermost = _call_depth[0] == 0
-        if outermost:
+        if outermost and _LOSS_HOLDERS:
             for layer in self._flatten_layers():
                 layer._losses.clear()
         _call_depth[0] += 1
@@ -564,22 +582,6 @@ def _pack_shapes(structure, it):
         filled = {k: _pack_shapes(structure[k], it) for k in sorted(structure)}
         return {k: filled[k] for k in structure}
     return type(structure)(_pack_shapes(s, it) for s in structure)
-
-
-def _assign_own(layer, variables, store, exact=True):
-    """Assign ``variables`` from ``store["0"]``, ``store["1"]``, ... checking keys (and with ``exact``, that
-    there are no others) and shapes first."""
-    keys = [str(i) for i in range(len(variables))]
-    if (exact and len(store.keys()) != len(variables)) or any(k not in store for k in keys):
-        raise ValueError(f"Layer '{layer.name}' expected {len(variables)} variables under keys {keys}, but the "
-                         f"saved store holds {sorted(store.keys())}.")
-    for key, variable in zip(keys, variables):
-        value = np.asarray(store[key])
-        if tuple(value.shape) != tuple(variable.shape):
-            raise ValueError(f"Layer '{layer.name}': saved variable {key} has shape {tuple(value.shape)}, but "
-                             f"'{variable.path}' has shape {tuple(variable.shape)}.")
-    for key, variable in zip(keys, variables):
-        variable.assign(np.asarray(store[key]))
 
 
 def _both_floating(a, b):

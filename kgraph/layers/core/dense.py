@@ -5,7 +5,8 @@ from kgraph import activations, constraints, initializers, ops, regularizers
 from kgraph.backend.autocast import _autocast
 from kgraph.layers.arguments import reject_unsupported
 from kgraph.layers.input_spec import InputSpec
-from kgraph.layers.layer import Layer, _assign_own
+from kgraph.layers.layer import Layer
+from kgraph.layers.own_variables import assign_own
 from kgraph.ops.nn import dense_activation, relu, sigmoid, softmax
 
 # The activations a Dense layer's step records with its product as one op (``ops.nn.dense_activation``): each
@@ -86,7 +87,7 @@ class Dense(Layer):
 
     def load_own_variables(self, store):
         if self.built:
-            _assign_own(self, self._serialized_variables(), store, exact=False)
+            assign_own(self, self._serialized_variables(), store, exact=False)
 
     def _serialized_variables(self):
         return [self.kernel] + ([self.bias] if self.bias is not None else [])
