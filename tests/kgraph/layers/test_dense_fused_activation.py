@@ -91,7 +91,7 @@ def _penalty_gradients(model, x, outer_first):
 
 
 @pytest.mark.parametrize("outer_first", [True, False])
-@pytest.mark.parametrize("activation", ["sigmoid", "tanh", "softmax"])
+@pytest.mark.parametrize("activation", ["relu", "sigmoid", "tanh", "softmax"])
 def test_second_order_gradients_equal_the_two_ops(activation, outer_first, monkeypatch):
     x = np.random.default_rng(2).normal(size=(5, 6))
     kgraph.backend.set_floatx("float64")
