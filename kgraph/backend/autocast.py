@@ -8,7 +8,14 @@ import threading
 
 import numpy as np
 
-_autocast = threading.local()  # .dtype: the compute dtype Variables are read in, inside a mixed-policy layer
+class _State(threading.local):
+    """``dtype``: the compute dtype Variables are read in, inside a mixed-policy layer; None elsewhere (a class
+    default: every op reads it, and a thread-local attribute that is absent costs a raised AttributeError)."""
+
+    dtype = None
+
+
+_autocast = _State()
 
 
 @contextlib.contextmanager
