@@ -16,14 +16,18 @@ from kgraph import tree
 from kgraph.graph.keras_tensor import KerasTensor
 
 _SIZES = (83, 89)
-_state = threading.local()
+class _State(threading.local):
+    sizes = ()  # a class default: reading an absent thread-local attribute raises (and catches) an AttributeError
+
+
+_state = _State()
 
 
 def on_placeholders():
     """The placeholder size of unknown dimensions while this thread runs a function on placeholder arrays, else
     None. Layers skip checks of values then, and a model built meanwhile (a Sequential built by its first call)
     takes dimensions of that size as unknown."""
-    sizes = getattr(_state, "sizes", None)
+    sizes = _state.sizes
     return sizes[-1] if sizes else None
 
 
@@ -36,7 +40,7 @@ def _run(fn, args, kwargs, size):
     fill = lambda v: _placeholder(v, size) if isinstance(v, KerasTensor) else v  # noqa: E731
     args = tree.map_structure(fill, list(args))
     kwargs = tree.map_structure(fill, kwargs)
-    if not hasattr(_state, "sizes"):
+    if "sizes" not in _state.__dict__:
         _state.sizes = []
     _state.sizes.append(size)
     try:
