@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 
+
 class _State(threading.local):
     """``dtype``: the compute dtype Variables are read in, inside a mixed-policy layer; None elsewhere (a class
     default: every op reads it, and a thread-local attribute that is absent costs a raised AttributeError)."""
