@@ -24,6 +24,7 @@ import numpy as np
 from kgraph import tree
 from kgraph.backend.autocast import _autocast, autocast  # noqa: F401 (autocast: part of this module's API)
 from kgraph.backend.cotangents import seed_cotangents, unbroadcast
+from kgraph.backend.op_arguments import python_floats_as_floatx, symbolic_config
 from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
@@ -34,6 +35,8 @@ __all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_rec
 # of every op as cheap as possible; each tape remembers its thread, so ops run
 # in other threads are never recorded on it.
 _active_tapes = []
+# Step traces capturing every op call of this thread while a tape records (kgraph.backend.step_trace).
+_step_traces = []
 
 _ndarray = np.ndarray
 _EMPTY = inspect.Parameter.empty
@@ -159,7 +162,7 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
         if kwargs and not input_names.isdisjoint(kwargs):
             args, kwargs = bind_inputs(args, kwargs)
         if args and type(args[0]) is float and not list_input:
-            args = _python_floats_as_floatx(args, num_inputs)
+            args = python_floats_as_floatx(args, num_inputs)
         if _active_tapes:
             tapes = _tapes_of_this_thread()
             if tapes:
@@ -171,7 +174,7 @@ def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
                 args = ([_value(a) for a in args[0]],) + args[1:]
         else:
             if len(args) > num_inputs or kwargs:
-                if _symbolic_config(args[num_inputs:], kwargs):  # a size read when a traced graph runs
+                if symbolic_config(args[num_inputs:], kwargs):  # a size read when a traced graph runs
                     return _symbolic(spec, args, kwargs)
             convert = False
             for a in args[:num_inputs]:
@@ -215,24 +218,6 @@ def _symbolic(spec, args, kwargs):
     return symbolic_call(spec.name, spec.public, args, kwargs)
 
 
-def _python_floats_as_floatx(args, num_inputs):
-    """Inputs that are all Python numbers: the floats become floatx arrays, as Keras converts them to tensors
-    (``ops.log(0.5)`` is float32, not NumPy's float64). A Python float beside an array stays weakly typed."""
-    inputs = args[:num_inputs]
-    if not all(type(a) in (float, int) for a in inputs):
-        return args
-    from kgraph.backend.settings import floatx
-    return tuple(np.asarray(a, floatx()) if type(a) is float else a for a in inputs) + args[num_inputs:]
-
-
-def _symbolic_config(rest, kwargs):
-    """Whether a configuration argument holds a KerasTensor (``tile(x, [batch, 1])`` with a traced size)."""
-    for v in (*rest, *kwargs.values()):
-        if isinstance(v, KerasTensor) or (type(v) in (list, tuple) and any(isinstance(e, KerasTensor) for e in v)):
-            return True
-    return False
-
-
 def _tapes_of_this_thread():
     ident = threading.get_ident()
     if len(_active_tapes) == 1:
@@ -270,6 +255,15 @@ def _call_and_record(spec, tapes, args, kwargs):
         out, vjp = spec.fn(list(values), *args[1:], **kwargs)
     else:
         out, vjp = spec.fn(*values, *args[n:], **kwargs)
+    if _step_traces:  # a train step being traced for replay (kgraph.backend.step_trace)
+        result = _result(spec, recording, out, vjp, inputs, args, kwargs)
+        _step_traces[-1].capture(spec, raw, values, args, kwargs, out, vjp, result, recording)
+        return result
+    return _result(spec, recording, out, vjp, inputs, args, kwargs)
+
+
+def _result(spec, recording, out, vjp, inputs, args, kwargs):
+    """An op's output as its caller sees it: recorded on the tapes in ``recording`` (a TapeArray view) or not."""
     if not recording:
         return out if type(out) is _ndarray else _as_output(out)
 
@@ -290,7 +284,7 @@ def _call_and_record(spec, tapes, args, kwargs):
         float_outs = [o for o in key if o.dtype.kind in "fc"]
         if not float_outs:
             return result
-    record = (key, inputs, vjp, spec, (args[1:] if spec.list_input else args[n:], kwargs))
+    record = (key, inputs, vjp, spec, (args[1:] if spec.list_input else args[spec.num_inputs:], kwargs))
     for tape in recording:
         tape._records.append(record)
         tracked = tape._tracked
@@ -307,6 +301,8 @@ def on_tape(x):
     if not tapes:
         return x
     view = x.view(TapeArray)
+    if _step_traces:
+        _step_traces[-1].fail("an array put on the tape by a layer")
     record = (view, (x,), _identity_vjp, ON_TAPE, ((), {}))
     for tape in tapes:
         tape._records.append(record)

@@ -5,6 +5,8 @@ from kgraph import backend
 from kgraph.backend.name_scope import current_path
 
 _DTYPE_NAMES = {}  # np.dtype -> its name
+# Called with the variable at each assignment (a traced training step refuses one: kgraph.backend.step_trace).
+_ASSIGN_WATCHERS = []
 
 
 class Variable:
@@ -43,6 +45,8 @@ class Variable:
                 f"of shape {self._value.shape}."
             )
         self._value = value.astype(self._value.dtype, order="C", copy=True)
+        for watcher in _ASSIGN_WATCHERS:
+            watcher(self)
 
     def assign_add(self, delta):
         self.assign(self._value + delta)

@@ -66,7 +66,7 @@ def huber(y_true, y_pred, delta=1.0):
     abs_error = ops.abs(error)
     quadratic = ops.multiply(ops.square(error), 0.5)
     linear = ops.subtract(ops.multiply(abs_error, delta), 0.5 * delta * delta)
-    small = np.asarray(abs_error) <= delta
+    small = ops.less_equal(abs_error, delta)
     return ops.mean(ops.where(small, quadratic, linear), axis=-1)
 
 
@@ -92,7 +92,7 @@ def _binary_crossentropy_elementwise(target, output, from_logits):
     if from_logits:
         # max(x, 0) - x * z + log1p(exp(-|x|)), with both branches chosen by
         # one condition so the gradient at x == 0 is exactly sigmoid(0) - z.
-        positive = np.asarray(output) >= 0
+        positive = ops.greater_equal(output, 0.0)  # an op: a replayed training step computes it again
         relu_logits = ops.where(positive, output, 0.0)
         neg_abs_logits = ops.where(positive, ops.negative(output), output)
         return ops.add(
@@ -150,7 +150,7 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     return ops.negative(ops.sum(ops.multiply(y_true, log_prob), axis=axis))
 
 
-@primitive(num_inputs=1)
+@primitive(num_inputs=2)
 def _picked_crossentropy(y_pred, labels, axis, eps):
     """``-log(clip(y_pred / sum(y_pred), eps, 1 - eps))`` at each label, as one recorded op.
 
@@ -181,18 +181,44 @@ def _picked_crossentropy(y_pred, labels, axis, eps):
             d_pred[rows, labels] = d_pred[rows, labels] + (d_ratio / total)[:, 0]
         else:
             np.put_along_axis(d_pred, index, np.take_along_axis(d_pred, index, axis) + d_ratio / total, axis)
-        return d_pred
+        return d_pred, None
 
     return np.squeeze(loss, axis), vjp
 
 
-def _sparse_labels(y_true, y_pred, axis):
+@primitive(num_inputs=1)
+def _sparse_labels(y_true, expected, axis, ignore_class):
+    """The class ids of ``y_true`` as integers of shape ``expected`` (a unit class axis dropped, ``ignore_class``
+    entries 0), checked against the class count ``expected[axis]``, and which entries are valid (None without
+    ``ignore_class``). One op, so that a replayed training step checks each batch's labels too."""
     labels = np.asarray(y_true)
-    if labels.ndim == len(y_pred.shape) and labels.shape[axis] == 1:
+    if labels.ndim == len(expected) and labels.shape[axis] == 1:
         labels = np.squeeze(labels, axis=axis)
     if labels.dtype.kind == "f":
         labels = labels.astype(np.int64)
-    return labels
+    shape = list(expected)
+    num_classes = shape.pop(axis)
+    if labels.shape != tuple(shape):
+        raise ValueError(
+            "sparse_categorical_crossentropy expects y_true of shape "
+            f"{tuple(shape)} (y_pred.shape={tuple(expected)} without the class axis), "
+            f"received y_true.shape={np.shape(y_true)}."
+        )
+    valid = None
+    if ignore_class is not None:
+        valid = labels != ignore_class
+        labels = np.where(valid, labels, 0)
+    # The ufuncs' reductions directly: ndarray.min and max add about 8 us of Python wrappers at every step.
+    if labels.size and (_least(labels, None) < 0 or _most(labels, None) >= num_classes):
+        raise ValueError(
+            f"Expected labels in [0, {num_classes}) for y_pred with {num_classes} classes, "
+            f"received labels from {labels.min()} to {labels.max()}."
+        )
+    return (labels if valid is None else (labels, valid)), _no_cotangent
+
+
+def _no_cotangent(g):
+    return None
 
 
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None, axis=-1):
@@ -203,32 +229,15 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     ignore_class: a label value whose entries get a loss of 0.
     """
     y_pred = _float_tensor(y_pred)
-    labels = _sparse_labels(y_true, y_pred, axis)
-    expected = list(y_pred.shape)
-    del expected[axis]
-    expected = tuple(expected)
-    if labels.shape != expected:
-        raise ValueError(
-            "sparse_categorical_crossentropy expects y_true of shape "
-            f"{expected} (y_pred.shape={tuple(y_pred.shape)} without the class axis), "
-            f"received y_true.shape={np.shape(y_true)}."
-        )
+    labels = _sparse_labels(y_true, tuple(y_pred.shape), axis, ignore_class)
     valid = None
     if ignore_class is not None:
-        valid = labels != ignore_class
-        labels = np.where(valid, labels, 0)
-    num_classes = y_pred.shape[axis]
-    # The ufuncs' reductions directly: ndarray.min and max add about 8 us of Python wrappers at every step.
-    if labels.size and (_least(labels, None) < 0 or _most(labels, None) >= num_classes):
-        raise ValueError(
-            f"Expected labels in [0, {num_classes}) for y_pred with {num_classes} classes, "
-            f"received labels from {labels.min()} to {labels.max()}."
-        )
+        labels, valid = labels
     if not from_logits and not isinstance(y_pred, KerasTensor):
         loss = _picked_crossentropy(y_pred, labels, axis=axis, eps=backend.epsilon())
     else:
         log_prob = _log_probabilities(y_pred, from_logits, axis)
-        picked = ops.take_along_axis(log_prob, np.expand_dims(labels, axis), axis=axis)
+        picked = ops.take_along_axis(log_prob, ops.expand_dims(labels, axis), axis=axis)
         loss = ops.negative(ops.squeeze(picked, axis))
     if valid is not None:
         loss = ops.where(valid, loss, 0.0)

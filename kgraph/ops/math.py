@@ -7,7 +7,8 @@ import string
 import numpy as np
 
 from kgraph import backend
-from kgraph.backend.autodiff import _value, is_recording, primitive
+from kgraph.backend import step_trace
+from kgraph.backend.autodiff import _step_traces, _value, is_recording, primitive
 from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
@@ -31,7 +32,10 @@ def _no_gradient(fn):
     @functools.wraps(fn)
     def op(*args, **kwargs):
         out = fn(*(_value(a) for a in args), **kwargs)
-        return out if type(out) is np.ndarray else np.asarray(out)
+        out = out if type(out) is np.ndarray else np.asarray(out)
+        if _step_traces:  # a training step being traced for replay sees this op too
+            step_trace.capture_plain(fn, args, kwargs, out)
+        return out
 
     return op
 

@@ -18,6 +18,7 @@ from kgraph import backend, ops, tree
 from kgraph import metrics as metrics_module
 from kgraph.backend.autodiff import GradientTape
 from kgraph.trainers import data_adapter as data
+from kgraph.trainers import replay as replayed_steps
 from kgraph.trainers.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from kgraph.trainers.epoch_iterator import (
     ArrayAdapter,
@@ -95,6 +96,7 @@ class Trainer:
                                 "weighted_metrics": weighted_metrics}
         self.compiled = True
         self.stop_training = False
+        replayed_steps.forget(self)
 
     def _known_output_names(self):
         """The output names of a graph model (None for a subclassed model: its outputs are seen at first use)."""
@@ -203,17 +205,25 @@ class Trainer:
 
     def train_step(self, data: Batch) -> Logs:
         """One gradient step on one batch; returns the logs (the metrics' results by name)."""
-        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        x, y, sample_weight = unpack_x_y_sample_weight(data)  # (fit replays it: kgraph.trainers.replay)
+        return self._apply_gradients(x, y, sample_weight, *self._loss_and_gradients(x, y, sample_weight)[1:])
+
+    def _loss_and_gradients(self, x, y, sample_weight):
+        """Forward pass, loss, gradients: ``(scaled loss, loss, y_pred, trainable variables, gradients)``."""
         with GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
             scaled = self.optimizer.scale_loss(loss)  # a LossScaleOptimizer's (mixed_float16), else the loss
-        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         variables = self.trainable_weights  # after the forward pass, which builds a model given no input shape
+        return scaled, loss, y_pred, variables, tape.gradient(scaled, variables) if variables else None
+
+    def _apply_gradients(self, x, y, sample_weight, loss, y_pred, variables, grads):
+        """The rest of ``train_step``: the loss tracker, the optimizer's update, the metrics."""
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         if variables:
-            self.optimizer.apply(tape.gradient(scaled, variables), variables)
+            self.optimizer.apply(grads, variables)
         else:
-            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
+            warnings.warn("The model does not have any trainable weights.", stacklevel=3)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def test_step(self, data: Batch) -> Logs:
@@ -409,14 +419,14 @@ class Trainer:
         cl.on_train_begin()
         if self._initial_epoch is not None:
             initial_epoch = self._initial_epoch
-        training_logs = {}
+        training_logs, train_step = {}, replayed_steps.replayed_train_step(self)  # or its replay: the same steps
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             batches = iterator.epoch()
             if batches is None:
                 break
             cl.on_epoch_begin(epoch)
-            logs = self._run_steps(self.train_step, batches, cl.on_train_batch_begin, cl.on_train_batch_end,
+            logs = self._run_steps(train_step, batches, cl.on_train_batch_begin, cl.on_train_batch_end,
                                    "stop_training")
             epoch_logs = self._metrics_result_or_logs(logs)
             if val_iterator is not None and (epoch + 1) % validation_freq == 0:

@@ -2,8 +2,22 @@
 import numpy as np
 
 from kgraph import ops
+from kgraph.backend.autodiff import primitive
 from kgraph.layers.layer import Layer
 from kgraph.random import generator
+
+
+@primitive(num_inputs=0)
+def _dropout_mask(rng, shape, rate, dtype):
+    """The kept entries scaled by ``1 / (1 - rate)``, drawn from ``rng`` (None: kgraph's global generator, as it
+    is when called). An op of its own, so that a replayed training step draws a new mask at every step, from the
+    same generator in the same order as the step run as written."""
+    keep = (rng or generator()).random(shape) >= rate
+    return keep.astype(dtype) / np.asarray(1.0 - rate, dtype=dtype), _no_inputs
+
+
+def _no_inputs(g):
+    return ()
 
 
 class Dropout(Layer):
@@ -31,9 +45,7 @@ class Dropout(Layer):
             shape = tuple(s if n is None else n for s, n in zip(shape, self.noise_shape))
         if self.rate == 1:
             return ops.multiply(inputs, np.zeros(shape, dtype=inputs.dtype))
-        keep = (self._rng or generator()).random(shape) >= self.rate
-        mask = keep.astype(inputs.dtype) / np.asarray(1.0 - self.rate, dtype=inputs.dtype)
-        return ops.multiply(inputs, mask)
+        return ops.multiply(inputs, _dropout_mask(self._rng, shape, self.rate, np.dtype(inputs.dtype)))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)

@@ -1,0 +1,324 @@
+"""A training step traced once and then replayed.
+
+While a ``StepTrace`` is active, every op call of its thread made while a
+``GradientTape`` records is captured: the op, where each input comes from (a
+leaf of the batch, a model variable, an earlier op's output or a constant),
+its configuration, and whether the tape recorded it. ``StepTrace.program``
+turns the capture into a ``Program`` that runs the same op functions on a new
+batch and the variables' current values, then the recorded ops' VJPs in the
+same order with the same cotangent sums, casts and broadcasts as
+``GradientTape.gradient``: the same loss, outputs and gradients bit for bit,
+without the layers, loss objects and tape bookkeeping that made those calls.
+
+A trace is refused (``failed`` says why) where replaying it could differ from
+running the step: an array the size of the batch that no op made (data read
+outside the ops, a random mask), a variable assigned during the step (a
+moving statistic, a random generator's state), a variable cast by a mixed
+precision policy, a variable not of the model, an op run in another thread.
+Whoever replays compares two traces of the same signature first
+(``Program.same_as``): constants that change from step to step are refused too.
+"""
+import threading
+
+import numpy as np
+
+from kgraph.backend import autodiff
+from kgraph.backend import variable as variable_module
+from kgraph.backend.cotangents import unbroadcast
+from kgraph.backend.tape_array import TapeArray
+from kgraph.backend.variable import Variable
+
+__all__ = ["StepTrace", "Program"]
+
+_ndarray = np.ndarray
+
+
+class StepTrace:
+    """Capture the op calls of one training step (a context manager); ``program()`` then builds its replay.
+
+    Args:
+        leaves: the batch's arrays (``None`` for an absent part), which become the program's inputs.
+        variables: every variable the step may read (the model's weights, trainable or not).
+        batch_size: the batch's number of rows (constants with as many rows are refused).
+    """
+
+    def __init__(self, leaves, variables, batch_size):
+        self.failed = None
+        self._thread = None
+        self._batch_size = batch_size
+        self._slots = {}      # id(object) -> slot
+        self._keep = []       # every object whose id is in _slots, so that ids stay unique while tracing
+        self._count = 0
+        self.constants = {}   # slot -> value
+        self.ops = []         # (spec, input slots, config args, config kwargs, output slot(s), recorded)
+        self.watched = set()  # slots of trainable variables passed to an op as Variables (what the tape watches)
+        self.leaf_slots = tuple(self._slot_for(leaf) if leaf is not None else self._constant(None)
+                                for leaf in leaves)
+        self._variable_slots = {}
+        self.variables = []
+        for v in variables:
+            if id(v) in self._variable_slots:
+                continue
+            slot = self._slot_for(v.value)
+            self._variable_slots[id(v)] = slot
+            self._keep.append(v)
+            self.variables.append((slot, v))
+
+    def __enter__(self):
+        self._thread = threading.get_ident()
+        autodiff._step_traces.append(self)
+        variable_module._ASSIGN_WATCHERS.append(self._assigned)
+        return self
+
+    def __exit__(self, *exc_info):
+        autodiff._step_traces.remove(self)
+        variable_module._ASSIGN_WATCHERS.remove(self._assigned)
+        return False
+
+    def fail(self, reason):
+        if self.failed is None:
+            self.failed = reason
+
+    def _assigned(self, variable):
+        self.fail(f"variable '{variable.path}' is assigned during the step")
+
+    def _new_slot(self):
+        self._count += 1
+        return self._count - 1
+
+    def _slot_for(self, obj):
+        slot = self._new_slot()
+        self._slots[id(obj)] = slot
+        self._keep.append(obj)
+        return slot
+
+    def _constant(self, value):
+        slot = self._slot_for(value)
+        self.constants[slot] = value
+        return slot
+
+    def _check_constant(self, value):
+        """Refuse what would make a replay differ: arrays no op made that are the batch's size, on-tape arrays."""
+        if isinstance(value, TapeArray):
+            self.fail("an array on the tape that no op made")
+        elif isinstance(value, Variable):
+            self.fail("a variable passed as an op's configuration")
+        elif isinstance(value, _ndarray):
+            if value.ndim and value.shape[0] == self._batch_size:
+                self.fail(f"an array of shape {value.shape}, the batch's size, that no op made")
+        elif type(value) in (list, tuple):
+            for v in value:
+                self._check_constant(v)
+        elif type(value) is dict:
+            for v in value.values():
+                self._check_constant(v)
+
+    def _input(self, raw, value):
+        if isinstance(raw, Variable):
+            slot = self._variable_slots.get(id(raw))
+            if slot is None:
+                self.fail(f"variable '{raw.path}' is not one of the model's")
+            elif value is not raw.value:
+                self.fail(f"variable '{raw.path}' is cast to another dtype (a mixed precision policy)")
+            elif raw.trainable:
+                self.watched.add(slot)
+            return slot
+        slot = self._slots.get(id(raw))
+        if slot is not None:
+            return slot
+        self._check_constant(raw)
+        return self._constant(raw)
+
+    def capture(self, spec, raw, values, args, kwargs, out, vjp, result, recording):
+        """One op call (from ``autodiff``): its inputs as slots, its result as new slots."""
+        if threading.get_ident() != self._thread:
+            self.fail("an op ran in another thread while the step was traced")
+        if self.failed is not None:
+            return
+        if len(recording) > 1 or len(autodiff._active_tapes) != 1:
+            self.fail("more than one tape records")
+            return
+        ins = tuple(self._input(a, v) for a, v in zip(raw, values))
+        rest = args[1:] if spec.list_input else args[spec.num_inputs:]
+        self._check_constant(rest)
+        self._check_constant(kwargs)
+        recorded = bool(recording) and bool(recording[0]._records) and recording[0]._records[-1][2] is vjp
+        if isinstance(result, (tuple, list)):
+            outs = tuple(self._slot_for(o) for o in result)
+        else:
+            outs = self._slot_for(result)
+        self.ops.append((spec, ins, tuple(rest), dict(kwargs), outs, recorded))
+
+    def program(self, target, loss, outputs, trainable):
+        """The replay of the captured step: ``loss`` and the flat ``outputs`` as results, gradients of ``target``
+        (the loss, or the loss scaled) for ``trainable`` (None where the tape gives None). None, with ``failed``
+        set, if refused."""
+        if self.failed is None:
+            target_slot, loss_slot = self._slots.get(id(target)), self._slots.get(id(loss))
+            output_slots = tuple(self._slots.get(id(o)) for o in outputs)
+            if target_slot is None or loss_slot is None or None in output_slots:
+                self.fail("the loss or an output was not made by the step's ops")
+            elif any(getattr(o, "_keras_mask", None) is not None for o in outputs):
+                self.fail("an output carries a mask")
+        if self.failed is not None:
+            return None
+        source_slots = [self._variable_slots.get(id(v)) for v in trainable]
+        return Program(self, target_slot, loss_slot, output_slots, source_slots)
+
+
+class Program:
+    """The ops of a traced step, replayed on new batches (see ``StepTrace``)."""
+
+    def __init__(self, trace, target_slot, loss_slot, output_slots, source_slots):
+        self.target_slot, self.loss_slot, self.output_slots = target_slot, loss_slot, output_slots
+        self.confirmed = False  # set by whoever compared it with a second trace
+        self.structure = None   # the outputs' structure, for whoever packs them
+        self.leaf_slots, self.variables = trace.leaf_slots, trace.variables
+        self.constants = trace.constants
+        self._template = [None] * trace._count
+        for slot, value in trace.constants.items():
+            self._template[slot] = value
+        sources = {s for s in source_slots if s is not None and s in trace.watched}
+        self.gradient_slots = tuple(s if s in sources else None for s in source_slots)
+        # The records a source reaches, as GradientTape._backward finds them.
+        relevant = set(sources)
+        needed = []
+        for index, (_, ins, _, _, outs, recorded) in enumerate(trace.ops):
+            if recorded and any(i in relevant for i in ins):
+                needed.append(index)
+                relevant.update(outs if type(outs) is tuple else (outs,))
+        self.seeded = target_slot in relevant
+        self._keep_vjp = {index: k for k, index in enumerate(needed)}
+        self.ops = tuple((spec.fn, ins, rest, kwargs, spec.list_input, outs, self._keep_vjp.get(index))
+                         for index, (spec, ins, rest, kwargs, outs, _) in enumerate(trace.ops))
+        self.backward = tuple((trace.ops[index][0], trace.ops[index][1], trace.ops[index][4], k,
+                               tuple(i in relevant for i in trace.ops[index][1]))
+                              for k, index in reversed(list(enumerate(needed))))
+        self.specs = tuple(op[0] for op in trace.ops)
+        self.recorded = tuple(op[5] for op in trace.ops)
+
+    def same_as(self, other):
+        """Whether ``other``, a trace of another step with the same signature, is this program."""
+        if (self.specs != other.specs or self.recorded != other.recorded or self.loss_slot != other.loss_slot
+                or self.target_slot != other.target_slot
+                or self.output_slots != other.output_slots or self.leaf_slots != other.leaf_slots
+                or self.gradient_slots != other.gradient_slots or len(self.ops) != len(other.ops)
+                or [(s, id(v)) for s, v in self.variables] != [(s, id(v)) for s, v in other.variables]
+                or sorted(self.constants) != sorted(other.constants)):
+            return False
+        for a, b in zip(self.ops, other.ops):
+            if a[1] != b[1] or a[5] != b[5] or not _same(a[2], b[2]) or not _same(a[3], b[3]):
+                return False
+        return all(_same(self.constants[s], other.constants[s]) for s in self.constants)
+
+    def run(self, leaves):
+        """``(loss, outputs, gradients)`` of the step on ``leaves`` (the batch's arrays, as traced)."""
+        vals = self._template[:]
+        for slot, leaf in zip(self.leaf_slots, leaves):
+            vals[slot] = leaf
+        for slot, v in self.variables:
+            vals[slot] = v.value
+        vjps = [None] * len(self.backward)
+        for fn, ins, rest, kwargs, list_input, outs, keep in self.ops:
+            if list_input:
+                out, vjp = fn([vals[i] for i in ins], *rest, **kwargs)
+            else:
+                out, vjp = fn(*[vals[i] for i in ins], *rest, **kwargs)
+            if type(outs) is int:
+                vals[outs] = out if type(out) is _ndarray else np.asarray(out)
+            else:
+                for slot, o in zip(outs, autodiff._as_output(out)):
+                    vals[slot] = o
+            if keep is not None:
+                vjps[keep] = vjp
+        loss = vals[self.loss_slot]
+        outputs = [vals[s] for s in self.output_slots]
+        cotangents = self._backward(vals, vjps) if self.seeded else {}
+        return loss, outputs, [None if s is None else cotangents.get(s) for s in self.gradient_slots]
+
+    def _backward(self, vals, vjps):
+        """Cotangents by slot: ``GradientTape._backward`` on the replayed records."""
+        target = vals[self.target_slot]
+        seed = np.empty(target.shape, target.dtype)
+        seed.fill(1)
+        cotangents = {self.target_slot: seed}
+        for spec, ins, outs, k, relevant in self.backward:
+            if type(outs) is tuple:
+                gs = [cotangents.get(o) for o in outs]
+                if all(g is None for g in gs):
+                    continue
+                for o in outs:
+                    cotangents.pop(o, None)
+                g = tuple([spec.zeros(vals[o].shape, vals[o].dtype) if g is None else g for o, g in zip(outs, gs)])
+            else:
+                g = cotangents.pop(outs, None)
+                if g is None:
+                    continue
+            input_cts = vjps[k](g)
+            vjps[k] = None
+            if type(input_cts) is not tuple and type(input_cts) is not list:
+                input_cts = (input_cts,)
+            if len(input_cts) < len(ins):
+                raise ValueError(f"The VJP of '{spec.name}' returned {len(input_cts)} cotangents "
+                                 f"for {len(ins)} inputs.")
+            for slot, ct, wanted in zip(ins, input_cts, relevant):
+                if ct is None or not wanted:
+                    continue
+                a = vals[slot]
+                if type(ct) is not _ndarray:
+                    if callable(ct):
+                        ct = ct()
+                        if ct is None:
+                            continue
+                    if not isinstance(ct, _ndarray):
+                        ct = np.asarray(ct)
+                if ct.shape != a.shape:
+                    ct = unbroadcast(ct, a.shape)
+                if ct.dtype != a.dtype:
+                    ct = ct.astype(a.dtype)
+                prev = cotangents.get(slot)
+                cotangents[slot] = ct if prev is None else prev + ct
+        return cotangents
+
+
+class _PlainOp:
+    """What a trace needs of an op with no gradient (``kgraph.ops.equal``...): its function as a primitive's."""
+
+    __slots__ = ("fn", "name", "num_inputs", "list_input", "zeros")
+
+    def __init__(self, fn, num_inputs):
+        self.fn = lambda *args, **kwargs: (fn(*args, **kwargs), None)
+        self.name, self.num_inputs, self.list_input, self.zeros = fn.__name__, num_inputs, False, np.zeros
+
+
+_PLAIN_OPS = {}
+
+
+def capture_plain(fn, args, kwargs, out):
+    """A call of an op with no gradient (a comparison, ``isnan``...) while a step is traced: captured as well
+    where a tape of the tracing thread records, as the tape's own ops are."""
+    if not autodiff._active_tapes or not autodiff._tapes_of_this_thread():
+        return
+    spec = _PLAIN_OPS.get((fn, len(args)))
+    if spec is None:
+        spec = _PLAIN_OPS[(fn, len(args))] = _PlainOp(fn, len(args))
+    values = tuple(autodiff._value(a) for a in args)
+    autodiff._step_traces[-1].capture(spec, args, values, args, kwargs, out, None, out, ())
+
+
+def _same(a, b):
+    """Equal configuration or constants: arrays by dtype, shape and value, containers item by item."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, _ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except Exception:  # an object with no equality of its own
+        return False

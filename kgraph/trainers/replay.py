@@ -1,0 +1,186 @@
+"""``fit``'s training step replayed: the ops of forward pass, loss and gradient traced, then run again.
+
+As Keras traces ``train_step`` into a graph once per input signature (when
+``run_eagerly`` is False), ``fit`` traces the default step's op calls
+(``kgraph.backend.step_trace``) and replays them on later batches of the same
+shapes and dtypes: the same op functions and VJPs in the same order, so the
+same losses, weights and metrics bit for bit, without the Python of layer
+calls, loss objects and tape bookkeeping. What replaying could change is not
+replayed, and the step runs as written:
+
+- a model of another class than ``Functional`` and ``Sequential``, or one whose
+  ``train_step`` or ``compute_loss`` is overridden; ``run_eagerly=True`` or
+  ``jit_compile=False`` in ``compile``; an optimizer that scales the loss
+  (``LossScaleOptimizer``);
+- a layer outside the list below (random layers other than ``Dropout``, layers
+  that update statistics such as ``BatchNormalization``, ``Lambda``, custom
+  layers), a layer with an activity regularizer or added losses, an activation
+  or loss that is not one of kgraph's own;
+- a trace that ``StepTrace`` refuses, or two traces of the same signature that
+  differ (a constant that changes from step to step).
+
+A signature is traced on its first two steps, replayed from the third; the traces
+are kept from one ``fit`` to the next until ``compile`` is called again.
+"""
+import weakref
+
+import numpy as np
+
+from kgraph import layers as layers_module
+from kgraph import tree
+from kgraph.backend.autodiff import is_recording
+from kgraph.backend.step_trace import StepTrace
+from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
+
+__all__ = ["replayed_train_step", "forget"]
+
+_LAYERS = (
+    "Activation Add Average AveragePooling1D AveragePooling2D AveragePooling3D Concatenate Conv1D Conv2D Conv3D "
+    "Conv1DTranspose Conv2DTranspose Conv3DTranspose Cropping1D Cropping2D Cropping3D Dense DepthwiseConv1D "
+    "DepthwiseConv2D Dot Dropout ELU EinsumDense Embedding Flatten GRU GlobalAveragePooling1D GlobalAveragePooling2D "
+    "GlobalAveragePooling3D GlobalMaxPooling1D GlobalMaxPooling2D GlobalMaxPooling3D GroupNormalization Identity "
+    "InputLayer LSTM LayerNormalization LeakyReLU MaxPooling1D MaxPooling2D MaxPooling3D Maximum Minimum Multiply "
+    "PReLU Permute RMSNormalization ReLU RepeatVector Rescaling Reshape SeparableConv1D SeparableConv2D SimpleRNN "
+    "Softmax Subtract UnitNormalization UpSampling1D UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D "
+    "ZeroPadding3D"
+).split()
+_MAX_SIGNATURES = 8
+
+
+# model -> its _ReplayedStep, kept from one `fit` to the next (as Keras keeps its train function) until `compile`.
+_STEPS = weakref.WeakKeyDictionary()
+
+
+def replayed_train_step(model):
+    """``model.train_step``, or a step that replays it where it may (see the module's docstring)."""
+    from kgraph.trainers.trainer import Trainer
+    cls = type(model)
+    if (model.run_eagerly or model.jit_compile is False or cls.train_step is not Trainer.train_step
+            or cls.compute_loss is not Trainer.compute_loss or not _model_class(cls)):
+        return model.train_step
+    step = _STEPS.get(model)
+    if step is None:
+        step = _STEPS[model] = _ReplayedStep(model)
+    return step
+
+
+def forget(model):
+    """Drop the traces of ``model`` (``compile`` calls it: a new optimizer, loss or metrics)."""
+    _STEPS.pop(model, None)
+
+
+def _model_class(cls):
+    from kgraph.models.functional import Functional
+    from kgraph.models.sequential import Sequential
+    return cls is Functional or cls is Sequential
+
+
+def _kgraph_callable(fn):
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    return module == "kgraph" or module.startswith("kgraph.")
+
+
+def _replayable_model(model):
+    """Whether every layer, the loss and the optimizer of ``model`` (built, compiled) may be replayed."""
+    from kgraph.layers.layer import _LOSS_HOLDERS
+    from kgraph.losses.loss import LossFunctionWrapper
+    from kgraph.optimizers.optimizer import Optimizer
+    if type(model.optimizer).scale_loss is not Optimizer.scale_loss or model._compile_loss is None:
+        return False
+    allowed = {getattr(layers_module, name) for name in _LAYERS}
+    for layer in model._flatten_layers(include_self=True):
+        if layer in _LOSS_HOLDERS or getattr(layer, "activity_regularizer", None) is not None:
+            return False
+        if layer is not model and not (type(layer) in allowed or _model_class(type(layer))):
+            return False
+        if getattr(layer, "mask_zero", False) or getattr(layer, "stateful", False):
+            return False
+        for name in ("activation", "recurrent_activation"):
+            fn = getattr(layer, name, None)
+            if fn is not None and not _kgraph_callable(fn):
+                return False
+    for loss in model._compile_loss.losses or ():
+        if loss is None:
+            continue
+        fn = loss.fn if isinstance(loss, LossFunctionWrapper) else loss
+        if not _kgraph_callable(fn):
+            return False
+    return True
+
+
+class _ReplayedStep:
+    """``train_step`` for ``fit``: traced twice per signature, then replayed (see the module's docstring)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.replayable = None  # decided at the first step, once the model is built and its loss matched
+        self.programs = {}      # signature -> a first trace's Program, a confirmed one, or why it is not replayed
+
+    def __call__(self, data):
+        model = self.model
+        if self.replayable is None:
+            if not model.built or model._compile_loss is None or not model._compile_loss.built:
+                return model.train_step(data)
+            self.replayable = _replayable_model(model)
+        if not self.replayable or is_recording():  # (an outer tape records the step as written)
+            return model.train_step(data)
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        leaves = []
+        signature = _signature((x, y, sample_weight), leaves)
+        if signature is None:
+            return model.train_step(data)
+        variables = model.trainable_weights
+        key = (signature, tuple([id(v) for v in variables]))
+        entry = self.programs.get(key)
+        if type(entry) is str or (entry is None and len(self.programs) >= _MAX_SIGNATURES):
+            return model.train_step(data)
+        if entry is not None and entry.confirmed:
+            loss, outputs, grads = entry.run(leaves)
+            y_pred = tree.pack_sequence_as(entry.structure, outputs)
+        else:
+            loss, y_pred, variables, grads = self._traced(x, y, sample_weight, leaves, variables, key, entry)
+        return model._apply_gradients(x, y, sample_weight, loss, y_pred, variables, grads)
+
+    def _traced(self, x, y, sample_weight, leaves, variables, key, entry):
+        """The step as written, traced; the trace becomes the signature's program, or confirms or refuses it."""
+        model = self.model
+        batch_size = leaves[0].shape[0] if leaves[0].ndim else 0
+        trace = StepTrace(leaves, model.weights, batch_size)
+        if batch_size < 2:
+            trace.fail("a batch of fewer than two rows")
+        with trace:
+            scaled, loss, y_pred, trainable, grads = model._loss_and_gradients(x, y, sample_weight)
+        if [id(v) for v in trainable] != list(key[1]):
+            trace.fail("the step changed the trainable variables")
+        program = trace.program(scaled, loss, tree.flatten(y_pred), trainable)
+        if program is None:
+            self.programs[key] = trace.failed
+        elif entry is None:
+            program.structure = tree.map_structure(lambda _: None, y_pred)
+            self.programs[key] = program
+        elif entry.same_as(program):
+            entry.confirmed = True
+        else:
+            self.programs[key] = "two steps of the same signature ran different ops or constants"
+        return loss, y_pred, trainable, grads
+
+
+def _signature(data, leaves):
+    """The structure, shapes and dtypes of a batch (its arrays appended to ``leaves``); None if not all arrays."""
+    if type(data) is np.ndarray:
+        leaves.append(data)
+        return data.shape, data.dtype.str
+    if data is None:
+        leaves.append(None)
+        return None, None
+    if type(data) in (tuple, list):
+        parts = [_signature(d, leaves) for d in data]
+        return None if any(p is None for p in parts) else (type(data).__name__, tuple(parts))
+    if type(data) is dict:
+        try:
+            keys = sorted(data)
+        except TypeError:  # keys of several types
+            return None
+        parts = [_signature(data[k], leaves) for k in keys]
+        return None if any(p is None for p in parts) else ("dict", tuple(keys), tuple(parts))
+    return None

@@ -1,0 +1,265 @@
+"""fit's replayed training step: the same histories and weights bit for bit as the step run as written, and
+replay refused wherever it could differ."""
+import numpy as np
+import pytest
+
+import kgraph
+from kgraph import layers, ops
+from kgraph.backend.autodiff import GradientTape
+from kgraph.backend.step_trace import StepTrace
+from kgraph.trainers import replay
+
+
+def _blobs(n=300, features=12, classes=4, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=2.0, size=(classes, features))
+    y = rng.integers(0, classes, size=n)
+    return (centers[y] + rng.normal(size=(n, features))).astype("float32"), y
+
+
+def _mlp():
+    x = kgraph.Input((12,))
+    h = layers.Dense(16, activation="relu")(x)
+    h = layers.Dense(16, activation="tanh")(h)
+    return kgraph.Model(x, layers.Dense(4, activation="softmax")(h))
+
+
+def _train(build, jit_compile, x, y, compile_kwargs=None, epochs=4, **fit_kwargs):
+    kgraph.utils.set_random_seed(3)
+    model = build()
+    model.compile(**{"optimizer": "adam", "loss": "sparse_categorical_crossentropy", "metrics": ["accuracy"],
+                     **(compile_kwargs or {})}, jit_compile=jit_compile)
+    history = model.fit(x, y, epochs=epochs, verbose=0, **{"batch_size": 64, **fit_kwargs})
+    return model, history.history, model.get_weights()
+
+
+def _programs(model):
+    step = replay._STEPS.get(model)
+    return {} if step is None else step.programs
+
+
+def _assert_same_training(build, x, y, replayed=True, exact=True, **kwargs):
+    model, history, weights = _train(build, "auto", x, y, **kwargs)
+    _, expected_history, expected_weights = _train(build, False, x, y, **kwargs)
+    if exact:
+        assert history == expected_history
+        for w, e in zip(weights, expected_weights):
+            np.testing.assert_array_equal(w, e)
+    else:
+        # The convolution's and the LSTM's compiled kernels split a batch between two threads where that was
+        # timed faster, which changes a gradient's summation order: last-bit differences from run to run,
+        # replayed or not.
+        assert history.keys() == expected_history.keys()
+        for key in history:
+            np.testing.assert_allclose(history[key], expected_history[key], rtol=1e-5)
+        for w, e in zip(weights, expected_weights):
+            np.testing.assert_allclose(w, e, rtol=1e-4, atol=1e-6)
+    confirmed = [p for p in _programs(model).values() if type(p) is not str and p.confirmed]
+    assert bool(confirmed) == replayed, _programs(model)
+    return model
+
+
+def test_mlp_replayed_bit_for_bit_with_a_partial_last_batch():
+    x, y = _blobs()  # 300 rows in batches of 64: four full batches and one of 44, two signatures
+    model = _assert_same_training(_mlp, x, y)
+    assert len(_programs(model)) == 2
+    assert all(p.confirmed for p in _programs(model).values())
+
+
+def test_sequential_with_float_labels_and_sample_weights():
+    x, y = _blobs()
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, size=len(x)).astype("float32")
+
+    def build():
+        return kgraph.Sequential([kgraph.Input((12,)), layers.Dense(8, activation="relu"),
+                                  layers.Dense(4, activation="softmax")])
+    _assert_same_training(build, x, y.astype("float32"), sample_weight=weights)
+
+
+def test_cnn_and_lstm_replayed():
+    rng = np.random.default_rng(2)
+    images, labels = rng.normal(size=(96, 8, 8, 1)).astype("float32"), rng.integers(0, 3, 96)
+
+    def cnn():
+        x = kgraph.Input((8, 8, 1))
+        h = layers.Conv2D(4, 3, activation="relu", padding="same")(x)
+        h = layers.MaxPooling2D()(h)
+        return kgraph.Model(x, layers.Dense(3, activation="softmax")(layers.Flatten()(h)))
+    _assert_same_training(cnn, images, labels, exact=False, epochs=3, batch_size=32)
+
+    sequences = rng.normal(size=(96, 5, 3)).astype("float32")
+
+    def lstm():
+        x = kgraph.Input((5, 3))
+        return kgraph.Model(x, layers.Dense(3, activation="softmax")(layers.LSTM(6)(x)))
+    _assert_same_training(lstm, sequences, labels, exact=False, epochs=3, batch_size=32)
+
+
+def test_dropout_draws_a_new_mask_at_each_replayed_step():
+    x, y = _blobs()
+
+    def build(seed=None):
+        inputs = kgraph.Input((12,))
+        h = layers.Dropout(0.4, seed=seed)(layers.Dense(16, activation="relu")(inputs))
+        return kgraph.Model(inputs, layers.Dense(4, activation="softmax")(layers.Dropout(0.2)(h)))
+    model = _assert_same_training(build, x, y)  # the global generator, then the layer's own
+    _assert_same_training(lambda: build(seed=7), x, y)
+    # Replayed steps draw fresh masks: the steps of one epoch differ from a model whose masks were frozen.
+    step = replay._STEPS[model]
+    program = next(p for p in step.programs.values() if type(p) is not str)
+    first, second = (program.run([x[:64], y[:64], None])[1][0] for _ in range(2))
+    assert not np.array_equal(first, second)
+
+
+def test_regression_losses_and_two_inputs():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(128, 5)).astype("float32"), rng.normal(size=(128, 3)).astype("float32")
+    target = rng.normal(size=(128, 2))  # float64 targets, cast by the loss's ops
+
+    def build():
+        ia, ib = kgraph.Input((5,), name="a"), kgraph.Input((3,), name="b")
+        h = layers.Concatenate()([layers.Dense(4, activation="relu")(ia), ib])
+        return kgraph.Model({"a": ia, "b": ib}, layers.Dense(2)(h))
+    for loss in ("mse", "mae", "huber"):
+        _assert_same_training(build, {"a": a, "b": b}, target, compile_kwargs={"loss": loss, "metrics": ["mae"]},
+                              epochs=3, batch_size=32)
+
+
+@pytest.mark.parametrize("layer", [lambda: layers.BatchNormalization(),
+                                   lambda: layers.Lambda(lambda t: t * 2.0), lambda: layers.GaussianNoise(0.1)])
+def test_layers_with_state_or_randomness_are_not_replayed(layer):
+    x, y = _blobs(n=192)
+
+    def build():
+        inputs = kgraph.Input((12,))
+        return kgraph.Model(inputs, layers.Dense(4, activation="softmax")(layer()(layers.Dense(8)(inputs))))
+    _assert_same_training(build, x, y, replayed=False, epochs=3)
+
+
+def test_activity_regularizer_custom_loss_and_loss_scaling_are_not_replayed():
+    x, y = _blobs(n=192)
+
+    def regularized():
+        inputs = kgraph.Input((12,))
+        return kgraph.Model(inputs, layers.Dense(4, activation="softmax", activity_regularizer="l2")(inputs))
+    _assert_same_training(regularized, x, y, replayed=False, epochs=3)
+
+    def my_loss(y_true, y_pred):
+        return kgraph.losses.sparse_categorical_crossentropy(y_true, y_pred)
+    _assert_same_training(_mlp, x, y, replayed=False, compile_kwargs={"loss": my_loss}, epochs=3)
+    _assert_same_training(_mlp, x, y, replayed=False, epochs=3, compile_kwargs={
+        "optimizer": kgraph.optimizers.LossScaleOptimizer(kgraph.optimizers.SGD())})
+
+
+def test_run_eagerly_jit_compile_false_and_custom_train_step_run_as_written():
+    class Custom(kgraph.Model):
+        def train_step(self, data):
+            return super().train_step(data)
+
+    x, y = _blobs(n=128)
+    for build, kwargs in ((_mlp, {"run_eagerly": True}), (_mlp, {"jit_compile": False})):
+        model = build()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", **kwargs)
+        assert replay.replayed_train_step(model) == model.train_step
+    inputs = kgraph.Input((12,))
+    model = Custom(inputs, layers.Dense(4, activation="softmax")(inputs))
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    assert replay.replayed_train_step(model) == model.train_step
+
+
+def test_labels_out_of_range_still_raise_in_a_replayed_step():
+    x, y = _blobs(n=256)
+    kgraph.utils.set_random_seed(0)
+    model = _mlp()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    model.fit(x, y, batch_size=64, epochs=2, verbose=0)
+    assert all(p.confirmed for p in _programs(model).values())
+    bad = y.copy()
+    bad[-1] = 7
+    with pytest.raises(ValueError, match=r"Expected labels in \[0, 4\)"):
+        model.fit(x, bad, batch_size=64, epochs=1, shuffle=False, verbose=0)
+
+
+def test_traces_kept_across_fits_until_compile_and_keyed_by_trainable_weights():
+    x, y = _blobs(n=256)
+
+    def run(jit_compile):
+        kgraph.utils.set_random_seed(5)
+        model = _mlp()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=jit_compile)
+        model.fit(x, y, batch_size=64, epochs=2, verbose=0)
+        kept = dict(_programs(model))
+        model.layers[1].trainable = False  # frozen between fits: other variables, another program
+        model.fit(x, y, batch_size=64, epochs=2, verbose=0)
+        if jit_compile == "auto":
+            assert all(_programs(model)[k] is p for k, p in kept.items())
+            assert len(_programs(model)) == 2
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=jit_compile)
+        assert not _programs(model)
+        model.fit(x, y, batch_size=64, epochs=2, verbose=0)
+        return model.get_weights()
+    for w, e in zip(run("auto"), run(False)):
+        np.testing.assert_array_equal(w, e)
+
+
+def test_a_replayed_model_saves_and_loads(tmp_path):
+    x, y = _blobs(n=256)
+    model, _, weights = _train(_mlp, "auto", x, y, epochs=3)
+    path = tmp_path / "model.pkl"
+    model.save(path)
+    loaded = kgraph.models.load_model(path)
+    for w, e in zip(loaded.get_weights(), weights):
+        np.testing.assert_array_equal(w, e)
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+# ----- the trace itself ------------------------------------------------------------------------------------------
+def _traced(fn, leaves, variables, batch_size=4):
+    trace = StepTrace(leaves, variables, batch_size)
+    with trace, GradientTape() as tape:
+        loss = fn(*leaves)
+    return trace, trace.program(loss, loss, [loss], [v for v in variables if v.trainable]), tape
+
+
+def test_trace_refuses_batch_sized_arrays_no_op_made_and_assignments():
+    w = kgraph.Variable(np.ones((3, 2), "float32"))
+    x = np.ones((4, 3), "float32")
+    trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w) * np.ones((4, 1), "float32")), [x], [w])
+    assert program is None and "the batch's size" in trace.failed
+    counter = kgraph.Variable(np.zeros((), "float32"), trainable=False)
+
+    def counting(a):
+        counter.assign(counter.value + 1)
+        return ops.sum(ops.matmul(a, w))
+    trace, program, _ = _traced(counting, [x], [w, counter])
+    assert program is None and "assigned" in trace.failed
+    other = kgraph.Variable(np.ones((2,), "float32"))
+    trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w) + other), [x], [w])
+    assert program is None and "not one of the model's" in trace.failed
+
+
+def test_program_gradients_equal_the_tapes_and_constants_are_compared():
+    rng = np.random.default_rng(0)
+    w = kgraph.Variable(rng.normal(size=(3, 2)).astype("float32"))
+    b = kgraph.Variable(rng.normal(size=(2,)).astype("float32"))
+    frozen = kgraph.Variable(rng.normal(size=(2,)).astype("float32"), trainable=False)
+
+    def loss_fn(a, scale):
+        h = ops.tanh(ops.matmul(a, w) + b)
+        return ops.mean(ops.square(h * frozen + h)) * scale  # h used twice: cotangents summed
+
+    x = rng.normal(size=(4, 3)).astype("float32")
+    trace, program, _ = _traced(lambda a: loss_fn(a, np.float32(2.0)), [x], [w, b, frozen])
+    assert trace.failed is None
+    for _ in range(2):
+        x = rng.normal(size=(4, 3)).astype("float32")
+        with GradientTape() as tape:
+            loss = loss_fn(x, np.float32(2.0))
+        expected = tape.gradient(loss, [w, b])
+        got_loss, outputs, grads = program.run([x])
+        np.testing.assert_array_equal(got_loss, loss)
+        for g, e in zip(grads, expected):
+            np.testing.assert_array_equal(g, e)
+    _, same, _ = _traced(lambda a: loss_fn(a, np.float32(2.0)), [x], [w, b, frozen])
+    _, other, _ = _traced(lambda a: loss_fn(a, np.float32(3.0)), [x], [w, b, frozen])
+    assert program.same_as(same) and not program.same_as(other)
