@@ -106,6 +106,12 @@ class StepTrace:
         elif isinstance(value, _ndarray):
             if value.ndim and value.shape[0] == self._batch_size:
                 self.fail(f"an array of shape {value.shape}, the batch's size, that no op made")
+            base = value
+            while base is not None:  # a view, made outside the ops, of a batch's array or a variable's value
+                if id(base) in self._slots and self.constants.get(self._slots[id(base)], self) is self:
+                    self.fail(f"an array of shape {value.shape} viewing the batch or a variable, made outside the ops")
+                    break
+                base = base.base
         elif type(value) in (list, tuple):
             for v in value:
                 self._check_constant(v)

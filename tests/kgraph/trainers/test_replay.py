@@ -233,6 +233,10 @@ def test_trace_refuses_batch_sized_arrays_no_op_made_and_assignments():
         return ops.sum(ops.matmul(a, w))
     trace, program, _ = _traced(counting, [x], [w, counter])
     assert program is None and "assigned" in trace.failed
+    trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w) + w.value[0]), [x], [w])  # a variable's view
+    assert program is None and "viewing the batch or a variable" in trace.failed
+    trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(w.value.T, a.T)), [x], [w])  # the batch transposed
+    assert program is None and "viewing the batch or a variable" in trace.failed
     other = kgraph.Variable(np.ones((2,), "float32"))
     trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w) + other), [x], [w])
     assert program is None and "not one of the model's" in trace.failed
