@@ -112,12 +112,12 @@ class _ReplayedStep:
     """``train_step`` for ``fit``: traced twice per signature, then replayed (see the module's docstring)."""
 
     def __init__(self, model):
-        self.model = model
+        self._model = weakref.ref(model)  # (a strong one would keep the model, the key of _STEPS, alive forever)
         self.replayable = None  # decided at the first step, once the model is built and its loss matched
         self.programs = {}      # signature -> a first trace's Program, a confirmed one, or why it is not replayed
 
     def __call__(self, data):
-        model = self.model
+        model = self._model()
         if self.replayable is None:
             if not model.built or model._compile_loss is None or not model._compile_loss.built:
                 return model.train_step(data)
@@ -143,7 +143,7 @@ class _ReplayedStep:
 
     def _traced(self, x, y, sample_weight, leaves, variables, key, entry):
         """The step as written, traced; the trace becomes the signature's program, or confirms or refuses it."""
-        model = self.model
+        model = self._model()
         batch_size = leaves[0].shape[0] if leaves[0].ndim else 0
         trace = StepTrace(leaves, model.weights, batch_size)
         if batch_size < 2:

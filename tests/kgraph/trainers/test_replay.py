@@ -1,5 +1,8 @@
 """fit's replayed training step: the same histories and weights bit for bit as the step run as written, and
 replay refused wherever it could differ."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -200,6 +203,16 @@ def test_traces_kept_across_fits_until_compile_and_keyed_by_trainable_weights():
         return model.get_weights()
     for w, e in zip(run("auto"), run(False)):
         np.testing.assert_array_equal(w, e)
+
+
+def test_a_trained_model_is_freed_with_its_traces():
+    x, y = _blobs(n=256)
+    model, _, _ = _train(_mlp, "auto", x, y, epochs=3)
+    assert _programs(model)
+    ref = weakref.ref(model)
+    del model
+    gc.collect()
+    assert ref() is None and not any(m is None for m in replay._STEPS)
 
 
 def test_a_replayed_model_saves_and_loads(tmp_path):
