@@ -136,7 +136,7 @@ class _ReplayedStep:
             return model.train_step(data)
         if entry is not None and entry.confirmed:
             loss, outputs, grads = entry.run(leaves)
-            y_pred = tree.pack_sequence_as(entry.structure, outputs)
+            y_pred = outputs[0] if entry.structure is None else tree.pack_sequence_as(entry.structure, outputs)
         else:
             loss, y_pred, variables, grads = self._traced(x, y, sample_weight, leaves, variables, key, entry)
         return model._apply_gradients(x, y, sample_weight, loss, y_pred, variables, grads)
