@@ -45,6 +45,8 @@ _LAYERS = (
     "ZeroPadding3D"
 ).split()
 _MAX_SIGNATURES = 8
+# Methods a model or layer may have replaced on the instance, which the step calls.
+_OWN_METHODS = frozenset(["train_step", "compute_loss", "_compute_loss", "_loss_and_gradients", "call", "__call__"])
 
 
 # model -> its _ReplayedStep, kept from one `fit` to the next (as Keras keeps its train function) until `compile`.
@@ -56,7 +58,8 @@ def replayed_train_step(model):
     from kgraph.trainers.trainer import Trainer
     cls = type(model)
     if (model.run_eagerly or model.jit_compile is False or cls.train_step is not Trainer.train_step
-            or cls.compute_loss is not Trainer.compute_loss or not _model_class(cls)):
+            or cls.compute_loss is not Trainer.compute_loss or not _model_class(cls)
+            or not _OWN_METHODS.isdisjoint(vars(model))):  # (a method replaced on the instance)
         return model.train_step
     step = _STEPS.get(model)
     if step is None:
@@ -92,6 +95,8 @@ def _replayable_model(model):
         if layer in _LOSS_HOLDERS or getattr(layer, "activity_regularizer", None) is not None:
             return False
         if layer is not model and not (type(layer) in allowed or _model_class(type(layer))):
+            return False
+        if not _OWN_METHODS.isdisjoint(vars(layer)):
             return False
         if getattr(layer, "mask_zero", False) or getattr(layer, "stateful", False):
             return False

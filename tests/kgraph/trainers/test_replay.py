@@ -168,6 +168,34 @@ def test_run_eagerly_jit_compile_false_and_custom_train_step_run_as_written():
     model = Custom(inputs, layers.Dense(4, activation="softmax")(inputs))
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     assert replay.replayed_train_step(model) == model.train_step
+    model = _mlp()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    calls = []
+
+    def counting_step(data):
+        calls.append(1)
+        return type(model).train_step(model, data)
+    model.train_step = counting_step  # replaced on the instance: every step calls it
+    model.fit(x, y, batch_size=32, epochs=2, verbose=0)
+    assert len(calls) == 8
+
+
+def test_a_layer_call_replaced_on_the_instance_is_not_replayed():
+    x, y = _blobs(n=192)
+    calls = []
+
+    def build():
+        model = _mlp()
+        dense = model.layers[2]
+        original = dense.call
+
+        def call(*args, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+        dense.call = call
+        return model
+    _assert_same_training(build, x, y, replayed=False, epochs=3)
+    assert len(calls) == 2 * 3 * 3
 
 
 def test_labels_out_of_range_still_raise_in_a_replayed_step():
