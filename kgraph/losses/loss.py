@@ -4,6 +4,7 @@ import re
 import numpy as np
 
 from kgraph import ops
+from kgraph.backend.autodiff import primitive
 
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
 
@@ -55,7 +56,9 @@ def reduce_weighted_values(values, sample_weight=None, mask=None, reduction="sum
     reduction = standardize_reduction(reduction)
     dtype = np.dtype(values.dtype)
     if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=dtype)
+        sample_weight = np.asarray(sample_weight)  # (off the tape: no gradient flows into the weights)
+        if sample_weight.dtype != dtype:
+            sample_weight = ops.cast(sample_weight, dtype)  # an op: a replayed training step casts each batch's
     if mask is not None:
         float_mask = _mask_to_weight(mask, dtype, reduction)
         if sample_weight is None:
@@ -77,9 +80,20 @@ def reduce_weighted_values(values, sample_weight=None, mask=None, reduction="sum
     if reduction == "sum":
         return ops.sum(values)
     if reduction == "mean_with_sample_weight" and sample_weight is not None:
-        total_weight = float(np.sum(sample_weight))
-        return ops.multiply(ops.sum(values), 1.0 / total_weight if total_weight else 0.0)
+        return ops.multiply(ops.sum(values), _inverse_total(sample_weight, dtype))
     return ops.mean(values)
+
+
+@primitive(num_inputs=1)
+def _inverse_total(sample_weight, dtype):
+    """``1 / sum(sample_weight)`` (0 for a sum of 0), rounded to ``dtype`` as a Python float beside an array of it
+    would be; an op, so that a replayed training step sums each batch's weights (no gradient)."""
+    total = float(np.sum(sample_weight))
+    return np.asarray(1.0 / total if total else 0.0, dtype=dtype), _no_cotangent
+
+
+def _no_cotangent(g):
+    return None
 
 
 def _snake_case(name):

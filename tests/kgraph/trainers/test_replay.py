@@ -69,14 +69,21 @@ def test_mlp_replayed_bit_for_bit_with_a_partial_last_batch():
     assert all(p.confirmed for p in _programs(model).values())
 
 
-def test_sequential_with_float_labels_and_sample_weights():
+def test_sequential_with_float_labels_sample_and_class_weights():
     x, y = _blobs()
-    weights = np.random.default_rng(1).uniform(0.5, 2.0, size=len(x)).astype("float32")
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, size=len(x))  # float64, cast by an op in the loss
 
     def build():
         return kgraph.Sequential([kgraph.Input((12,)), layers.Dense(8, activation="relu"),
                                   layers.Dense(4, activation="softmax")])
     _assert_same_training(build, x, y.astype("float32"), sample_weight=weights)
+    _assert_same_training(build, x, y, class_weight={0: 1.0, 1: 3.0, 2: 0.5, 3: 1.0})
+    # Sorted labels, unshuffled: the two traced batches are of class 0 only, later ones of other classes, so the
+    # sum of each batch's class weights, which this reduction divides by, changes after the traced steps.
+    order = np.argsort(y, kind="stable")
+    loss = kgraph.losses.SparseCategoricalCrossentropy(reduction="mean_with_sample_weight")
+    _assert_same_training(build, x[order], y[order], compile_kwargs={"loss": loss}, shuffle=False, batch_size=32,
+                          class_weight={0: 1.0, 1: 3.0, 2: 0.5, 3: 1.0})
 
 
 def test_cnn_and_lstm_replayed():
