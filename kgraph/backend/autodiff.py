@@ -25,7 +25,7 @@ from kgraph import tree
 from kgraph.backend.autocast import _autocast, autocast  # noqa: F401 (autocast: part of this module's API)
 from kgraph.backend.cotangents import seed_cotangents, unbroadcast
 from kgraph.backend.op_arguments import python_floats_as_floatx, symbolic_config
-from kgraph.backend.tape_array import TapeArray
+from kgraph.backend.tape_array import STEP_TRACES, TapeArray
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
 
@@ -36,7 +36,7 @@ __all__ = ["GradientTape", "primitive", "value_and_grad", "unbroadcast", "is_rec
 # in other threads are never recorded on it.
 _active_tapes = []
 # Step traces capturing every op call of this thread while a tape records (kgraph.backend.step_trace).
-_step_traces = []
+_step_traces = STEP_TRACES
 
 _ndarray = np.ndarray
 _EMPTY = inspect.Parameter.empty

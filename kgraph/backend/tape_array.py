@@ -17,6 +17,9 @@ import numpy as np
 from kgraph.backend import numpy_dispatch
 
 _ndarray = np.ndarray
+# Training steps being traced for replay (kgraph.backend.step_trace; autodiff's `_step_traces` is this list):
+# NumPy that no op runs, and reading a recorded array's values into Python, refuse the trace.
+STEP_TRACES = []
 
 
 def _recording():
@@ -43,7 +46,19 @@ def _ops():
     return ops
 
 
-def _no_gradient(what, result):
+def _traced_outside_the_ops(what):
+    if STEP_TRACES:
+        STEP_TRACES[-1].fail(f"{what} on a recorded array, outside the ops")
+
+
+# NumPy functions that read an array's shape or type, never its values.
+_METADATA = frozenset(["shape", "ndim", "size", "result_type", "iscomplexobj", "isrealobj", "can_cast",
+                       "min_scalar_type", "may_share_memory", "shares_memory"])
+
+
+def _no_gradient(what, result, name=None):
+    if name not in _METADATA:
+        _traced_outside_the_ops(what)
     if _has_float(result) and _recording():
         raise TypeError(
             f"{what} on an array that a GradientTape is recording has no gradient in kgraph, so the layers "
@@ -75,7 +90,7 @@ class TapeArray(_ndarray):
             if result is not numpy_dispatch.NOT_AN_OP:
                 return result
         result = func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
-        return _no_gradient(f"`numpy.{name}`", result)
+        return _no_gradient(f"`numpy.{name}`", result, name)
 
     # `x += y` while a tape records rebinds `x` to a new recorded array, as a tensor's `+=` does (NumPy would write
     # into `x`, overwriting a value the gradient may need); otherwise it writes in place as an ndarray's.
@@ -172,6 +187,32 @@ class TapeArray(_ndarray):
 
     def cumsum(self, axis=None, dtype=None, out=None):
         return np.cumsum(self, axis=axis, dtype=dtype, out=out)
+
+    # A recorded array's values read into Python (an `if` on them, a number made of them): a traced step that
+    # did so would replay the value of the step it traced.
+    def __bool__(self):
+        _traced_outside_the_ops("`bool`")
+        return _ndarray.__bool__(self)
+
+    def __float__(self):
+        _traced_outside_the_ops("`float`")
+        return _ndarray.__float__(self)
+
+    def __int__(self):
+        _traced_outside_the_ops("`int`")
+        return _ndarray.__int__(self)
+
+    def __index__(self):
+        _traced_outside_the_ops("`index`")
+        return _ndarray.__index__(self)
+
+    def item(self, *args):
+        _traced_outside_the_ops("`item`")
+        return self.view(_ndarray).item(*args)
+
+    def tolist(self):
+        _traced_outside_the_ops("`tolist`")
+        return self.view(_ndarray).tolist()
 
     def __reduce__(self):
         # Pickled (saved) as the plain array it holds.

@@ -285,6 +285,11 @@ def test_trace_refuses_batch_sized_arrays_no_op_made_and_assignments():
     assert program is None and "viewing the batch or a variable" in trace.failed
     trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(w.value.T, a.T)), [x], [w])  # the batch transposed
     assert program is None and "viewing the batch or a variable" in trace.failed
+    # A recorded array's value read into Python, or NumPy that no op runs on it.
+    trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w)) * float(ops.max(ops.matmul(a, w))), [x], [w])
+    assert program is None and "`float` on a recorded array" in trace.failed
+    trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w)[np.argmax(ops.matmul(a, w), axis=0)]), [x], [w])
+    assert program is None and "numpy.argmax" in trace.failed
     other = kgraph.Variable(np.ones((2,), "float32"))
     trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w) + other), [x], [w])
     assert program is None and "not one of the model's" in trace.failed
@@ -315,3 +320,77 @@ def test_program_gradients_equal_the_tapes_and_constants_are_compared():
     _, same, _ = _traced(lambda a: loss_fn(a, np.float32(2.0)), [x], [w, b, frozen])
     _, other, _ = _traced(lambda a: loss_fn(a, np.float32(3.0)), [x], [w, b, frozen])
     assert program.same_as(same) and not program.same_as(other)
+
+
+def _image_model(*hidden):
+    def build():
+        x = kgraph.Input((6, 6, 2))
+        h = x
+        for layer in hidden:
+            h = layer()(h)
+        return kgraph.Model(x, layers.Dense(3, activation="softmax")(layers.Flatten()(h)))
+    return build
+
+
+def _sequence_model(*hidden):
+    def build():
+        x = kgraph.Input((5, 4))
+        h = x
+        for layer in hidden:
+            h = layer()(h)
+        return kgraph.Model(x, layers.Dense(3, activation="softmax")(layers.Flatten()(h)))
+    return build
+
+
+def _merge_model(merge):
+    def build():
+        x = kgraph.Input((6,))
+        a, b = layers.Dense(4, activation="tanh")(x), layers.Dense(4)(x)
+        return kgraph.Model(x, layers.Dense(3, activation="softmax")(merge()([a, b])))
+    return build
+
+
+_REPLAYED_MODELS = {
+    "conv2d": _image_model(lambda: layers.Conv2D(3, 3, padding="same", activation="relu")),
+    "separable_depthwise": _image_model(lambda: layers.SeparableConv2D(3, 3), lambda: layers.DepthwiseConv2D(2)),
+    "transpose_upsampling": _image_model(lambda: layers.Conv2DTranspose(2, 2, strides=2),
+                                         lambda: layers.UpSampling2D(), lambda: layers.AveragePooling2D(4)),
+    "padding_cropping": _image_model(lambda: layers.ZeroPadding2D(1), lambda: layers.Cropping2D(2),
+                                     lambda: layers.MaxPooling2D()),
+    "normalizations": _image_model(lambda: layers.LayerNormalization(), lambda: layers.GroupNormalization(2),
+                                   lambda: layers.RMSNormalization(), lambda: layers.UnitNormalization()),
+    "activations": _image_model(lambda: layers.PReLU(), lambda: layers.LeakyReLU(), lambda: layers.ELU(),
+                                lambda: layers.ReLU(), lambda: layers.Softmax(), lambda: layers.Activation("gelu"),
+                                lambda: layers.Rescaling(0.5, 0.1), lambda: layers.Identity()),
+    "conv1d_pooling": _sequence_model(lambda: layers.Conv1D(3, 2, activation="relu"),
+                                      lambda: layers.MaxPooling1D(), lambda: layers.Permute((2, 1))),
+    "recurrent": _sequence_model(lambda: layers.SimpleRNN(3, return_sequences=True),
+                                 lambda: layers.GRU(3, return_sequences=True)),
+    "einsum_reshape": _sequence_model(lambda: layers.EinsumDense("abc,cd->abd", output_shape=(None, 3)),
+                                      lambda: layers.Reshape((3, 5)), lambda: layers.GlobalAveragePooling1D(),
+                                      lambda: layers.RepeatVector(2)),
+    "add": _merge_model(layers.Add), "subtract": _merge_model(layers.Subtract),
+    "multiply": _merge_model(layers.Multiply), "average": _merge_model(layers.Average),
+    "maximum": _merge_model(layers.Maximum), "minimum": _merge_model(layers.Minimum),
+    "concatenate": _merge_model(layers.Concatenate), "dot": _merge_model(lambda: layers.Dot(axes=1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REPLAYED_MODELS))
+def test_each_family_of_replayed_layers_trains_as_written(name):
+    rng = np.random.default_rng(6)
+    build = _REPLAYED_MODELS[name]
+    shape = build().input_shape[1:]
+    x, y = rng.normal(size=(96,) + shape).astype("float32"), rng.integers(0, 3, 96)
+    _assert_same_training(build, x, y, exact=False, epochs=3, batch_size=32)
+
+
+def test_embedding_model_replayed_bit_for_bit():
+    rng = np.random.default_rng(7)
+    tokens, labels = rng.integers(0, 20, size=(128, 6)), rng.integers(0, 3, 128)
+
+    def build():
+        x = kgraph.Input((6,), dtype="int64")
+        h = layers.GlobalAveragePooling1D()(layers.Embedding(20, 4)(x))
+        return kgraph.Model(x, layers.Dense(3, activation="softmax")(h))
+    _assert_same_training(build, tokens, labels, epochs=3, batch_size=32)
