@@ -23,7 +23,7 @@ import numpy as np
 
 from kgraph import tree
 from kgraph.backend.autocast import _autocast, autocast  # noqa: F401 (autocast: part of this module's API)
-from kgraph.backend.cotangents import seed_cotangents, unbroadcast
+from kgraph.backend.cotangents import input_cotangent, seed_cotangents, unbroadcast
 from kgraph.backend.op_arguments import python_floats_as_floatx, symbolic_config
 from kgraph.backend.tape_array import STEP_TRACES, TapeArray
 from kgraph.backend.variable import Variable
@@ -552,20 +552,9 @@ class GradientTape:
                 key = id(a)
                 if key not in relevant:
                     continue
-                if type(ct) is not _ndarray:
-                    if callable(ct):
-                        ct = ct()
-                        if ct is None:
-                            continue
-                    if not isinstance(ct, _ndarray):
-                        ct = np.asarray(ct)
-                if ct.shape != a.shape:
-                    try:
-                        ct = unbroadcast(ct, a.shape)
-                    except ValueError as e:
-                        raise ValueError(f"In the VJP of '{spec.name}': {e}") from None
-                if ct.dtype != a.dtype:
-                    ct = ct.astype(a.dtype)
+                ct = input_cotangent(ct, a, spec.name)
+                if ct is None:
+                    continue
                 prev = cotangents.get(key)
                 cotangents[key] = ct if prev is None else prev + ct
         return cotangents

@@ -27,6 +27,26 @@ def unbroadcast(g, shape):
     return np.sum(g, axis=axes).reshape(shape)
 
 
+def input_cotangent(ct, a, name):
+    """A VJP's cotangent for input ``a`` (an array, a value, or a zero-argument callable computing it) as an
+    array of ``a``'s shape and dtype; None where the callable gives None. ``name``: the op, for errors."""
+    if type(ct) is not np.ndarray:
+        if callable(ct):
+            ct = ct()
+            if ct is None:
+                return None
+        if not isinstance(ct, np.ndarray):
+            ct = np.asarray(ct)
+    if ct.shape != a.shape:
+        try:
+            ct = unbroadcast(ct, a.shape)
+        except ValueError as e:
+            raise ValueError(f"In the VJP of '{name}': {e}") from None
+    if ct.dtype != a.dtype:
+        ct = ct.astype(a.dtype)
+    return ct
+
+
 def seed_cotangents(targets, seeds, relevant):
     """The cotangents of the targets a source reaches: ``output_gradients`` (checked) or ones."""
     cotangents = {}

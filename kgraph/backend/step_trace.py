@@ -24,7 +24,7 @@ import numpy as np
 
 from kgraph.backend import autodiff
 from kgraph.backend import variable as variable_module
-from kgraph.backend.cotangents import unbroadcast
+from kgraph.backend.cotangents import input_cotangent
 from kgraph.backend.tape_array import TapeArray
 from kgraph.backend.variable import Variable
 
@@ -270,18 +270,9 @@ class Program:
             for slot, ct, wanted in zip(ins, input_cts, relevant):
                 if ct is None or not wanted:
                     continue
-                a = vals[slot]
-                if type(ct) is not _ndarray:
-                    if callable(ct):
-                        ct = ct()
-                        if ct is None:
-                            continue
-                    if not isinstance(ct, _ndarray):
-                        ct = np.asarray(ct)
-                if ct.shape != a.shape:
-                    ct = unbroadcast(ct, a.shape)
-                if ct.dtype != a.dtype:
-                    ct = ct.astype(a.dtype)
+                ct = input_cotangent(ct, vals[slot], spec.name)
+                if ct is None:
+                    continue
                 prev = cotangents.get(slot)
                 cotangents[slot] = ct if prev is None else prev + ct
         return cotangents
