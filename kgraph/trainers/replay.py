@@ -64,6 +64,7 @@ def replayed_train_step(model):
     step = _STEPS.get(model)
     if step is None:
         step = _STEPS[model] = _ReplayedStep(model)
+    step.replayable = None  # checked again at this fit's first step: layers may have changed since the last fit
     return step
 
 

@@ -187,6 +187,25 @@ def test_run_eagerly_jit_compile_false_and_custom_train_step_run_as_written():
     assert len(calls) == 8
 
 
+def test_a_layer_changed_between_fits_is_seen_by_the_next_fit():
+    x, y = _blobs(n=192)
+    kgraph.utils.set_random_seed(0)
+    model = _mlp()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    model.fit(x, y, batch_size=64, epochs=3, verbose=0)
+    assert replay._STEPS[model].replayable
+    calls = []
+    dense = model.layers[2]
+    original = dense.call
+
+    def call(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    dense.call = call
+    model.fit(x, y, batch_size=64, epochs=2, verbose=0)
+    assert len(calls) == 6 and replay._STEPS[model].replayable is False
+
+
 def test_a_layer_call_replaced_on_the_instance_is_not_replayed():
     x, y = _blobs(n=192)
     calls = []
