@@ -187,6 +187,16 @@ def test_run_eagerly_jit_compile_false_and_custom_train_step_run_as_written():
     assert len(calls) == 8
 
 
+def _count_calls(layer, calls):
+    """Replace ``layer.call`` on the instance by one that appends to ``calls`` and calls the original."""
+    original = layer.call
+
+    def call(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    layer.call = call
+
+
 def test_a_layer_changed_between_fits_is_seen_by_the_next_fit():
     x, y = _blobs(n=192)
     kgraph.utils.set_random_seed(0)
@@ -195,13 +205,7 @@ def test_a_layer_changed_between_fits_is_seen_by_the_next_fit():
     model.fit(x, y, batch_size=64, epochs=3, verbose=0)
     assert replay._STEPS[model].replayable
     calls = []
-    dense = model.layers[2]
-    original = dense.call
-
-    def call(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-    dense.call = call
+    _count_calls(model.layers[2], calls)
     model.fit(x, y, batch_size=64, epochs=2, verbose=0)
     assert len(calls) == 6 and replay._STEPS[model].replayable is False
 
@@ -212,13 +216,7 @@ def test_a_layer_call_replaced_on_the_instance_is_not_replayed():
 
     def build():
         model = _mlp()
-        dense = model.layers[2]
-        original = dense.call
-
-        def call(*args, **kwargs):
-            calls.append(1)
-            return original(*args, **kwargs)
-        dense.call = call
+        _count_calls(model.layers[2], calls)
         return model
     _assert_same_training(build, x, y, replayed=False, epochs=3)
     assert len(calls) == 2 * 3 * 3
