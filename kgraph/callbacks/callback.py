@@ -121,6 +121,19 @@ class CallbackList(Callback):
         for callback in self.callbacks:
             callback.set_model(model)
 
+    def reads_batch_logs(self, mode):
+        """Whether a callback may read the logs of a batch of ``mode`` ("train" or "test"): it has its own
+        batch-end hook (on its class or set on the instance, as ``LambdaCallback`` sets them), or it is no
+        ``Callback`` at all."""
+        hooks = ("on_train_batch_end", "on_batch_end") if mode == "train" else ("on_test_batch_end",)
+        for callback in self.callbacks:
+            if not isinstance(callback, Callback):
+                return True
+            for hook in hooks:
+                if hook in vars(callback) or getattr(type(callback), hook) is not getattr(Callback, hook):
+                    return True
+        return False
+
     def _dispatch(self, hook, *args, logs=None):
         logs = pythonify_logs(logs)
         for callback in self.callbacks:

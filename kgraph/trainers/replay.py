@@ -32,7 +32,7 @@ from kgraph.backend.autodiff import is_recording
 from kgraph.backend.step_trace import StepTrace
 from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 
-__all__ = ["replayed_train_step", "forget"]
+__all__ = ["ReplayedStep", "replayed_train_step", "forget"]
 
 _LAYERS = (
     "Activation Add Average AveragePooling1D AveragePooling2D AveragePooling3D Concatenate Conv1D Conv2D Conv3D "
@@ -46,10 +46,11 @@ _LAYERS = (
 ).split()
 _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.
-_OWN_METHODS = frozenset(["train_step", "compute_loss", "_compute_loss", "_loss_and_gradients", "call", "__call__"])
+_OWN_METHODS = frozenset(["train_step", "compute_loss", "_compute_loss", "_loss_and_gradients", "_apply_gradients",
+                          "compute_metrics", "_update_compiled_metrics", "get_metrics_result", "call", "__call__"])
 
 
-# model -> its _ReplayedStep, kept from one `fit` to the next (as Keras keeps its train function) until `compile`.
+# model -> its ReplayedStep, kept from one `fit` to the next (as Keras keeps its train function) until `compile`.
 _STEPS = weakref.WeakKeyDictionary()
 
 
@@ -63,7 +64,7 @@ def replayed_train_step(model):
         return model.train_step
     step = _STEPS.get(model)
     if step is None:
-        step = _STEPS[model] = _ReplayedStep(model)
+        step = _STEPS[model] = ReplayedStep(model)
     step.replayable = None  # checked again at this fit's first step: layers may have changed since the last fit
     return step
 
@@ -114,7 +115,7 @@ def _replayable_model(model):
     return True
 
 
-class _ReplayedStep:
+class ReplayedStep:
     """``train_step`` for ``fit``: traced twice per signature, then replayed (see the module's docstring)."""
 
     def __init__(self, model):
@@ -122,7 +123,9 @@ class _ReplayedStep:
         self.replayable = None  # decided at the first step, once the model is built and its loss matched
         self.programs = {}      # signature -> a first trace's Program, a confirmed one, or why it is not replayed
 
-    def __call__(self, data):
+    def __call__(self, data, logs=True):
+        """The step's logs, as ``train_step``'s; ``logs=False``: None, the metrics' results left unread (their
+        states updated all the same)."""
         model = self._model()
         if self.replayable is None:
             if not model.built or model._compile_loss is None or not model._compile_loss.built:
@@ -145,7 +148,7 @@ class _ReplayedStep:
             y_pred = outputs[0] if entry.structure is None else tree.pack_sequence_as(entry.structure, outputs)
         else:
             loss, y_pred, variables, grads = self._traced(x, y, sample_weight, leaves, variables, key, entry)
-        return model._apply_gradients(x, y, sample_weight, loss, y_pred, variables, grads)
+        return model._apply_gradients(x, y, sample_weight, loss, y_pred, variables, grads, logs)
 
     def _traced(self, x, y, sample_weight, leaves, variables, key, entry):
         """The step as written, traced; the trace becomes the signature's program, or confirms or refuses it."""

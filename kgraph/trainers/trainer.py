@@ -31,6 +31,7 @@ from kgraph.trainers.epoch_iterator import (
     source_kind,
 )
 from kgraph.trainers.py_dataset import PyDataset
+from kgraph.trainers.step_logs import held_metrics, pythonify
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -146,10 +147,10 @@ class Trainer:
                 found.extend(self._compile_metrics.metrics)
             if self._compile_loss is not None:
                 found.extend(self._compile_loss.metrics)
-        found.extend(_held_metrics(self, skip=self._loss_tracker))
+        found.extend(held_metrics(self, skip=self._loss_tracker))
         for layer in self._flatten_layers(include_self=False):
             if not isinstance(layer, Trainer):
-                found.extend(_held_metrics(layer))
+                found.extend(held_metrics(layer))
         return found
 
     @property
@@ -199,9 +200,12 @@ class Trainer:
     def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> Logs:
         """Update the compiled metrics with one batch; returns ``get_metrics_result()``."""
         del x  # the compiled metrics compare targets with predictions only
+        self._update_compiled_metrics(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def _update_compiled_metrics(self, y, y_pred, sample_weight):
         if self._compile_metrics is not None:
             self._compile_metrics.update_state(y, y_pred, sample_weight)
-        return self.get_metrics_result()
 
     def train_step(self, data: Batch) -> Logs:
         """One gradient step on one batch; returns the logs (the metrics' results by name)."""
@@ -217,13 +221,17 @@ class Trainer:
         variables = self.trainable_weights  # after the forward pass, which builds a model given no input shape
         return scaled, loss, y_pred, variables, tape.gradient(scaled, variables) if variables else None
 
-    def _apply_gradients(self, x, y, sample_weight, loss, y_pred, variables, grads):
-        """The rest of ``train_step``: the loss tracker, the optimizer's update, the metrics."""
+    def _apply_gradients(self, x, y, sample_weight, loss, y_pred, variables, grads, logs=True):
+        """The rest of ``train_step``: the loss tracker, the optimizer's update, the metrics. ``logs=False``
+        (``fit``'s replayed step where no callback reads a batch's logs): the metrics are updated, their results
+        left to be read when wanted (the logs are None)."""
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         if variables:
             self.optimizer.apply(grads, variables)
         else:
             warnings.warn("The model does not have any trainable weights.", stacklevel=3)
+        if not logs:
+            return self._update_compiled_metrics(y, y_pred, sample_weight)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def test_step(self, data: Batch) -> Logs:
@@ -420,6 +428,8 @@ class Trainer:
         if self._initial_epoch is not None:
             initial_epoch = self._initial_epoch
         training_logs, train_step = {}, replayed_steps.replayed_train_step(self)  # or its replay: the same steps
+        # The replayed step leaves the metrics' results unread where no callback reads a batch's logs.
+        quiet = isinstance(train_step, replayed_steps.ReplayedStep) and not cl.reads_batch_logs("train")
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             batches = iterator.epoch()
@@ -427,7 +437,7 @@ class Trainer:
                 break
             cl.on_epoch_begin(epoch)
             logs = self._run_steps(train_step, batches, cl.on_train_batch_begin, cl.on_train_batch_end,
-                                   "stop_training")
+                                   "stop_training", quiet)
             epoch_logs = self._metrics_result_or_logs(logs)
             if val_iterator is not None and (epoch + 1) % validation_freq == 0:
                 cl.on_test_begin()  # as Keras: callbacks see the validation run (the progress bar stays quiet)
@@ -443,22 +453,28 @@ class Trainer:
         cl.on_train_end(training_logs)
         return self.history
 
-    def _run_steps(self, step, batches, on_batch_begin, on_batch_end, stop_flag):
-        """Run ``step`` on each batch between the callbacks' hooks; returns the last logs (Python values)."""
+    def _run_steps(self, step, batches, on_batch_begin, on_batch_end, stop_flag, quiet=False):
+        """Run ``step`` on each batch between the callbacks' hooks; returns the last logs (Python values).
+        ``quiet``: ``step`` is a ``ReplayedStep`` and no hook reads a batch's logs, so the metrics' results are
+        read once, after the last batch (the same values: each step's logs are ``get_metrics_result()``)."""
         logs = {}
         for index, batch in enumerate(batches):
             if index == 0:
                 self._symbolic_build(batch)
             on_batch_begin(index)
-            logs = _pythonify(step(batch))
+            if quiet:
+                step(batch, logs=False)
+                logs = None
+            else:
+                logs = pythonify(step(batch))
             on_batch_end(index, logs)
             if getattr(self, stop_flag):
                 break
-        return logs
+        return pythonify(self.get_metrics_result()) if logs is None else logs
 
     def _metrics_result_or_logs(self, logs):
         """As Keras: the metrics' current results when the step's logs name the same metrics, else the logs."""
-        results = _pythonify(self.get_metrics_result())
+        results = pythonify(self.get_metrics_result())
         return results if set(results) == set(logs) else dict(logs)
 
     def _evaluate_epoch(self, iterator, cl):
@@ -474,7 +490,7 @@ class Trainer:
     def _empty_logs(self, iterator):
         """Logs for 0 rows: every loss tracker and metric in its reset state (Keras's 0 for an empty mean)."""
         self._symbolic_build(pack_x_y_sample_weight(*self._no_batches(iterator)))
-        return _pythonify(self.get_metrics_result())
+        return pythonify(self.get_metrics_result())
 
     @staticmethod
     def _no_batches(iterator) -> ArrayParts:
@@ -541,7 +557,7 @@ class Trainer:
         batch = self._with_class_weight(self._array_parts(x, y, sample_weight), class_weight)
         self._symbolic_build(batch)
         self.reset_metrics()
-        return self._format_logs(_pythonify(self.train_step(batch)), return_dict)
+        return self._format_logs(pythonify(self.train_step(batch)), return_dict)
 
     def test_on_batch(self, x: ArrayData, y: ArrayData | None = None, sample_weight: ArrayData | None = None,
                       return_dict: bool = False) -> Results:
@@ -550,32 +566,11 @@ class Trainer:
         batch = self._array_parts(x, y, sample_weight)
         self._symbolic_build(batch)
         self.reset_metrics()
-        return self._format_logs(_pythonify(self.test_step(batch)), return_dict)
+        return self._format_logs(pythonify(self.test_step(batch)), return_dict)
 
     def predict_on_batch(self, x: ArrayData) -> NestedArrays:
         """The outputs of ``predict_step`` for one batch."""
         return tree.map_structure(np.asarray, self.predict_step((self._standardize_x(x),)))
-
-
-# Attribute types that are never a Metric (exactly these types: a subclass is checked): most of a layer's attributes.
-_NOT_METRICS = frozenset([type(None), bool, int, float, str, bytes, dict, set, frozenset, np.ndarray])
-
-
-def _held_metrics(obj, skip=None):
-    """The Metrics ``obj`` holds as attributes (alone or in a list), in assignment order."""
-    metric = metrics_module.Metric
-    found = []
-    for value in vars(obj).values():
-        kind = type(value)
-        if kind in _NOT_METRICS:
-            continue  # read for every layer at every step: the plain values are passed over first
-        if kind is list or kind is tuple:
-            if value and isinstance(value[0], metric):
-                found.extend(m for m in value if isinstance(m, metric))
-        elif isinstance(value, metric):
-            if value is not skip:
-                found.append(value)
-    return found
 
 
 @functools.lru_cache(maxsize=None)
@@ -585,16 +580,3 @@ def _takes_training(compute_loss):
 
 def _batch_size(x):
     return int(np.shape(next(a for a in tree.flatten(x) if a is not None))[0])
-
-
-def _pythonify(logs):
-    """As Keras's logs: nested dicts flattened, keys sorted, numbers and 0-d arrays as Python floats."""
-    result = {}
-    for key, value in sorted((logs or {}).items()):
-        if isinstance(value, dict):
-            result.update(_pythonify(value))
-            continue
-        if isinstance(value, (int, float, np.number, np.bool_)) or isinstance(value, np.ndarray) and value.ndim == 0:
-            value = float(value)
-        result[key] = value
-    return result
