@@ -121,11 +121,9 @@ class CallbackList(Callback):
         for callback in self.callbacks:
             callback.set_model(model)
 
-    def reads_batch_logs(self, mode):
-        """Whether a callback may read the logs of a batch of ``mode`` ("train" or "test"): it has its own
-        batch-end hook (on its class or set on the instance, as ``LambdaCallback`` sets them), or it is no
-        ``Callback`` at all."""
-        hooks = ("on_train_batch_end", "on_batch_end") if mode == "train" else ("on_test_batch_end",)
+    def implements(self, *hooks):
+        """Whether a callback has one of ``hooks`` of its own (on its class, or set on the instance as
+        ``LambdaCallback`` sets them), or is no ``Callback`` at all: calling the others does nothing."""
         for callback in self.callbacks:
             if not isinstance(callback, Callback):
                 return True

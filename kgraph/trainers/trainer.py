@@ -429,16 +429,18 @@ class Trainer:
             initial_epoch = self._initial_epoch
         training_logs, train_step = {}, replayed_steps.replayed_train_step(self)  # or its replay: the same steps
         # The replayed step leaves the metrics' results unread where no callback reads a batch's logs.
-        quiet = isinstance(train_step, replayed_steps.ReplayedStep) and not cl.reads_batch_logs("train")
+        reads_logs = cl.implements("on_train_batch_end", "on_batch_end")
+        quiet = isinstance(train_step, replayed_steps.ReplayedStep) and not reads_logs
+        on_begin = cl.on_train_batch_begin if cl.implements("on_train_batch_begin", "on_batch_begin") else _no_hook
+        on_end = cl.on_train_batch_end if reads_logs else _no_hook
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             batches = iterator.epoch()
             if batches is None:
                 break
             cl.on_epoch_begin(epoch)
-            logs = self._run_steps(train_step, batches, cl.on_train_batch_begin, cl.on_train_batch_end,
-                                   "stop_training", quiet)
-            epoch_logs = self._metrics_result_or_logs(logs)
+            logs = self._run_steps(train_step, batches, on_begin, on_end, "stop_training", quiet)
+            epoch_logs = dict(logs) if quiet else self._metrics_result_or_logs(logs)
             if val_iterator is not None and (epoch + 1) % validation_freq == 0:
                 cl.on_test_begin()  # as Keras: callbacks see the validation run (the progress bar stays quiet)
                 val_logs = self._evaluate_epoch(val_iterator, cl)
@@ -576,6 +578,10 @@ class Trainer:
 @functools.lru_cache(maxsize=None)
 def _takes_training(compute_loss):
     return "training" in inspect.signature(compute_loss).parameters
+
+
+def _no_hook(*args):
+    """A batch hook that no callback implements."""
 
 
 def _batch_size(x):

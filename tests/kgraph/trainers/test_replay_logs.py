@@ -55,8 +55,8 @@ def test_no_batch_logs_read_means_results_read_once_per_epoch():
         patch.setattr(metric_type, "result", counted)
         history = model.fit(x, y, batch_size=32, epochs=2, verbose=0).history
     # 10 batches an epoch, two metrics (the loss tracker and the accuracy, both means): their results are read
-    # twice at the end of each epoch (the last logs, then the epoch's), not after every batch (40 reads).
-    assert len(calls) == 2 * 2 * 2
+    # once at the end of each epoch, not after every batch (40 reads).
+    assert len(calls) == 2 * 2
     expected = _model(jit_compile=False).fit(x, y, batch_size=32, epochs=2, verbose=0).history
     assert history == expected
     assert any(p.confirmed for p in replay._STEPS[model].programs.values())
@@ -78,6 +78,20 @@ def test_a_callback_reading_batch_logs_gets_every_batchs_logs(kind):
         runs.append(seen)
     assert len(runs[0]) == 20 and runs[0] == runs[1]
     assert set(runs[0][-1]) == {"accuracy", "loss"}
+
+
+def test_batch_begin_hooks_still_run_and_stop_training_still_stops():
+    x, y = _data()
+    model = _model()
+    begun = []
+
+    def begin(batch, logs):
+        begun.append(batch)
+        if batch == 4:
+            model.stop_training = True
+    history = model.fit(x, y, batch_size=32, epochs=3, verbose=0,
+                        callbacks=[kgraph.callbacks.LambdaCallback(on_train_batch_begin=begin)]).history
+    assert begun == [0, 1, 2, 3, 4] and len(history["loss"]) == 1
 
 
 def test_a_get_metrics_result_set_on_the_model_is_called_at_each_step():
