@@ -10,10 +10,12 @@ same order with the same cotangent sums, casts and broadcasts as
 ``GradientTape.gradient``: the same loss, outputs and gradients bit for bit,
 without the layers, loss objects and tape bookkeeping that made those calls.
 
-A trace is refused (``failed`` says why) where replaying it could differ from
-running the step: an array the size of the batch that no op made (data read
-outside the ops, a random mask), a variable assigned during the step (a
-moving statistic, a random generator's state), a variable cast by a mixed
+A non-trainable model variable assigned an op's output during the step (a
+``BatchNormalization``'s moving statistics) is assigned at the same point of
+the replay. A trace is refused (``failed`` says why) where replaying it could
+differ from running the step: an array the size of the batch that no op made
+(data read outside the ops, a random mask), any other assignment of a variable
+(a trainable one, a value no op made, a random generator's state), a variable cast by a mixed
 precision policy, a variable not of the model, an op run in another thread.
 Whoever replays compares two traces of the same signature first
 (``Program.same_as``): constants that change from step to step are refused too.
@@ -49,6 +51,7 @@ class StepTrace:
         self._slots = {}      # id(object) -> slot
         self._keep = []       # every object whose id is in _slots, so that ids stay unique while tracing
         self._count = 0
+        self._outputs = set()  # the slots of op outputs
         self.constants = {}   # slot -> value
         self.ops = []         # (spec, input slots, config args, config kwargs, output slot(s), recorded)
         self.watched = set()  # slots of trainable variables passed to an op as Variables (what the tape watches)
@@ -79,8 +82,16 @@ class StepTrace:
         if self.failed is None:
             self.failed = reason
 
-    def _assigned(self, variable):
-        self.fail(f"variable '{variable.path}' is assigned during the step")
+    def _assigned(self, variable, value):
+        """An assignment during the step: kept as an op of the program where ``variable`` is a non-trainable
+        variable of the model and ``value`` an op's output of this step, else the trace is refused."""
+        slot = self._variable_slots.get(id(variable))
+        source = self._slots.get(id(value))
+        if (threading.get_ident() != self._thread or slot is None or variable.trainable or source is None
+                or source not in self._outputs):
+            self.fail(f"variable '{variable.path}' is assigned during the step")
+        elif self.failed is None:
+            self.ops.append((_AssignOp(variable), (source,), (), {}, slot, False))
 
     def _new_slot(self):
         self._count += 1
@@ -151,8 +162,10 @@ class StepTrace:
         recorded = bool(recording) and bool(recording[0]._records) and recording[0]._records[-1][2] is vjp
         if isinstance(result, (tuple, list)):
             outs = tuple(self._slot_for(o) for o in result)
+            self._outputs.update(outs)
         else:
             outs = self._slot_for(result)
+            self._outputs.add(outs)
         self.ops.append((spec, ins, tuple(rest), dict(kwargs), outs, recorded))
 
     def program(self, target, loss, outputs, trainable):
@@ -289,6 +302,26 @@ class _PlainOp:
 
 
 _PLAIN_OPS = {}
+
+
+class _AssignOp:
+    """What a trace needs of an assignment of ``variable``: a primitive's function returning its new value,
+    equal to another's of the same variable (``Program.same_as`` compares the ops of two traces)."""
+
+    __slots__ = ("variable", "name", "num_inputs", "list_input", "zeros")
+
+    def __init__(self, variable):
+        self.variable, self.name, self.num_inputs, self.list_input, self.zeros = variable, "assign", 1, False, None
+
+    def fn(self, value):
+        self.variable.assign(value)
+        return self.variable.value, None
+
+    def __eq__(self, other):
+        return type(other) is _AssignOp and other.variable is self.variable
+
+    def __hash__(self):
+        return id(self.variable)
 
 
 def capture_plain(fn, args, kwargs, out):

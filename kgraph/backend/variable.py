@@ -46,7 +46,7 @@ class Variable:
             )
         self._value = value.astype(self._value.dtype, order="C", copy=True)
         for watcher in _ASSIGN_WATCHERS:
-            watcher(self)
+            watcher(self, value)
 
     def assign_add(self, delta):
         self.assign(self._value + delta)

@@ -12,9 +12,9 @@ replayed, and the step runs as written:
   ``train_step`` or ``compute_loss`` is overridden; ``run_eagerly=True`` or
   ``jit_compile=False`` in ``compile``; an optimizer that scales the loss
   (``LossScaleOptimizer``);
-- a layer outside the list below (random layers other than ``Dropout``, layers
-  that update statistics such as ``BatchNormalization``, ``Lambda``, custom
-  layers), a layer with an activity regularizer or added losses, an activation
+- a layer outside the list below (random layers other than ``Dropout``,
+  ``Lambda``, custom layers), a layer with an activity regularizer or added
+  losses, an activation
   or loss that is not one of kgraph's own;
 - a trace that ``StepTrace`` refuses, or two traces of the same signature that
   differ (a constant that changes from step to step).
@@ -35,14 +35,14 @@ from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 __all__ = ["ReplayedStep", "replayed_train_step", "forget"]
 
 _LAYERS = (
-    "Activation Add Average AveragePooling1D AveragePooling2D AveragePooling3D Concatenate Conv1D Conv2D Conv3D "
-    "Conv1DTranspose Conv2DTranspose Conv3DTranspose Cropping1D Cropping2D Cropping3D Dense DepthwiseConv1D "
-    "DepthwiseConv2D Dot Dropout ELU EinsumDense Embedding Flatten GRU GlobalAveragePooling1D GlobalAveragePooling2D "
-    "GlobalAveragePooling3D GlobalMaxPooling1D GlobalMaxPooling2D GlobalMaxPooling3D GroupNormalization Identity "
-    "InputLayer LSTM LayerNormalization LeakyReLU MaxPooling1D MaxPooling2D MaxPooling3D Maximum Minimum Multiply "
-    "PReLU Permute RMSNormalization ReLU RepeatVector Rescaling Reshape SeparableConv1D SeparableConv2D SimpleRNN "
-    "Softmax Subtract UnitNormalization UpSampling1D UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D "
-    "ZeroPadding3D"
+    "Activation Add Average AveragePooling1D AveragePooling2D AveragePooling3D BatchNormalization Concatenate Conv1D "
+    "Conv2D Conv3D Conv1DTranspose Conv2DTranspose Conv3DTranspose Cropping1D Cropping2D Cropping3D Dense "
+    "DepthwiseConv1D DepthwiseConv2D Dot Dropout ELU EinsumDense Embedding Flatten GRU GlobalAveragePooling1D "
+    "GlobalAveragePooling2D GlobalAveragePooling3D GlobalMaxPooling1D GlobalMaxPooling2D GlobalMaxPooling3D "
+    "GroupNormalization Identity InputLayer LSTM LayerNormalization LeakyReLU MaxPooling1D MaxPooling2D MaxPooling3D "
+    "Maximum Minimum Multiply PReLU Permute RMSNormalization ReLU RepeatVector Rescaling Reshape SeparableConv1D "
+    "SeparableConv2D SimpleRNN Softmax Subtract UnitNormalization UpSampling1D UpSampling2D UpSampling3D "
+    "ZeroPadding1D ZeroPadding2D ZeroPadding3D"
 ).split()
 _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.

@@ -5,6 +5,13 @@ from kgraph import constraints, initializers, ops, regularizers
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.input_spec import InputSpec
 from kgraph.layers.layer import Layer
+from kgraph.ops.math import _no_gradient as no_gradient
+
+
+@no_gradient
+def _moving_statistic(moving, batch, momentum):
+    """A moving statistic's new value: ``moving * momentum + batch * (1 - momentum)``."""
+    return moving * momentum + batch * (1.0 - momentum)
 
 
 def _check_axis(layer, axis, rank):
@@ -83,11 +90,11 @@ class BatchNormalization(Layer):
         if training and self.trainable:
             reduction = tuple(i for i in range(np.ndim(inputs)) if i != axis)
             mean, variance = ops.moments(inputs, reduction)
-            # The moving statistics are state, not a function of the weights: plain
-            # array arithmetic on the values keeps them off the gradient tape.
-            keep = self.momentum
-            self.moving_mean.assign(self.moving_mean.value * keep + np.asarray(mean) * (1.0 - keep))
-            self.moving_variance.assign(self.moving_variance.value * keep + np.asarray(variance) * (1.0 - keep))
+            # The moving statistics are state, not a function of the weights: an op without a gradient keeps
+            # them off the gradient tape (and in a replayed training step, kgraph.trainers.replay).
+            self.moving_mean.assign(_moving_statistic(self.moving_mean.value, mean, momentum=self.momentum))
+            self.moving_variance.assign(_moving_statistic(self.moving_variance.value, variance,
+                                                          momentum=self.momentum))
         else:
             mean, variance = self.moving_mean, self.moving_variance
         return ops.batch_normalization(inputs, mean, variance, axis, offset=self.beta, scale=self.gamma,

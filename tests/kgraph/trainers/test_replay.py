@@ -135,8 +135,7 @@ def test_regression_losses_and_two_inputs():
                               epochs=3, batch_size=32)
 
 
-@pytest.mark.parametrize("layer", [lambda: layers.BatchNormalization(),
-                                   lambda: layers.Lambda(lambda t: t * 2.0), lambda: layers.GaussianNoise(0.1)])
+@pytest.mark.parametrize("layer", [lambda: layers.Lambda(lambda t: t * 2.0), lambda: layers.GaussianNoise(0.1)])
 def test_layers_with_state_or_randomness_are_not_replayed(layer):
     x, y = _blobs(n=192)
 
@@ -144,6 +143,46 @@ def test_layers_with_state_or_randomness_are_not_replayed(layer):
         inputs = kgraph.Input((12,))
         return kgraph.Model(inputs, layers.Dense(4, activation="softmax")(layer()(layers.Dense(8)(inputs))))
     _assert_same_training(build, x, y, replayed=False, epochs=3)
+
+
+def test_batch_normalization_replayed_with_its_moving_statistics_bit_for_bit():
+    x, y = _blobs(n=256)
+
+    def build(momentum=0.99, frozen=False):
+        def model():
+            inputs = kgraph.Input((12,))
+            h = layers.Dense(8)(inputs)
+            norm = layers.BatchNormalization(momentum=momentum)
+            norm.trainable = not frozen
+            h = layers.Activation("relu")(norm(h))
+            return kgraph.Model(inputs, layers.Dense(4, activation="softmax")(layers.BatchNormalization()(h)))
+        return model
+    model = _assert_same_training(build(), x, y, epochs=3)
+    moving = [v for v in model.non_trainable_weights if "moving" in v.path]
+    assert len(moving) == 4 and not np.array_equal(moving[0].numpy(), np.zeros(8, "float32"))
+    _assert_same_training(build(momentum=0.5), x, y, epochs=3, compile_kwargs={"metrics": ["accuracy"]})
+    frozen = _assert_same_training(build(frozen=True), x, y, epochs=3)
+    np.testing.assert_array_equal(frozen.layers[2].moving_mean.numpy(), np.zeros(8, "float32"))
+
+    images, labels = np.random.default_rng(4).normal(size=(96, 6, 6, 2)).astype("float32"), y[:96]
+
+    def convolutional():
+        inputs = kgraph.Input((6, 6, 2))
+        h = layers.Activation("relu")(layers.BatchNormalization()(layers.Conv2D(4, 3, padding="same")(inputs)))
+        return kgraph.Model(inputs, layers.Dense(4, activation="softmax")(layers.GlobalAveragePooling2D()(h)))
+    _assert_same_training(convolutional, images, labels, exact=False, epochs=3, batch_size=32)
+
+
+def test_a_batch_normalization_called_twice_in_a_step_trains_as_written():
+    x, y = _blobs(n=192)
+
+    def build():
+        inputs = kgraph.Input((12,))
+        norm, dense = layers.BatchNormalization(), layers.Dense(12)
+        h = norm(dense(norm(inputs)))  # the second call reads the statistics the first one assigned
+        return kgraph.Model(inputs, layers.Dense(4, activation="softmax")(h))
+    model = _assert_same_training(build, x, y, replayed=False, epochs=3)
+    assert all(type(p) is str and "different ops or constants" in p for p in _programs(model).values())
 
 
 def test_activity_regularizer_custom_loss_and_loss_scaling_are_not_replayed():
@@ -310,6 +349,36 @@ def test_trace_refuses_batch_sized_arrays_no_op_made_and_assignments():
     other = kgraph.Variable(np.ones((2,), "float32"))
     trace, program, _ = _traced(lambda a: ops.sum(ops.matmul(a, w) + other), [x], [w])
     assert program is None and "not one of the model's" in trace.failed
+
+
+def test_trace_keeps_an_op_made_assignment_of_a_non_trainable_variable():
+    w = kgraph.Variable(np.ones((3, 2), "float32"))
+    state = kgraph.Variable(np.zeros((2,), "float32"), trainable=False)
+    stray = kgraph.Variable(np.zeros((2,), "float32"), trainable=False)
+
+    def stepping(a, target):
+        h = ops.matmul(a, w)
+        target.assign(ops.stop_gradient(ops.mean(h, axis=0)) + target)  # an op's output, from the variable
+        return ops.sum(h * state)
+    x = np.arange(12, dtype="float32").reshape(4, 3)
+    trace, program, _ = _traced(lambda a: stepping(a, state), [x], [w, state])
+    assert trace.failed is None
+    np.testing.assert_array_equal(state.numpy(), [16.5, 16.5])  # the mean of the row sums 3, 12, 21, 30
+    loss, _, grads = program.run([x])  # assigns again, and the loss reads the value assigned
+    np.testing.assert_array_equal(state.numpy(), [33.0, 33.0])
+    assert float(loss) == 33.0 * 2 * 66
+    np.testing.assert_array_equal(grads[0], np.broadcast_to(x.sum(axis=0)[:, None] * 33.0, (3, 2)))
+    # Refused: a variable not of the model, a trainable one.
+
+    def assigning(a, target):
+        h = ops.matmul(a, w)
+        target.assign(ops.stop_gradient(ops.mean(h, axis=0)))
+        return ops.sum(h)
+    trace, program, _ = _traced(lambda a: assigning(a, stray), [x], [w, state])
+    assert program is None and "is assigned during the step" in trace.failed
+    trainable = kgraph.Variable(np.zeros((2,), "float32"))
+    trace, program, _ = _traced(lambda a: assigning(a, trainable), [x], [w, state, trainable])
+    assert program is None and "is assigned during the step" in trace.failed
 
 
 def test_program_gradients_equal_the_tapes_and_constants_are_compared():
