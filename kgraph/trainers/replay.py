@@ -35,14 +35,15 @@ from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 __all__ = ["ReplayedStep", "replayed_train_step", "forget"]
 
 _LAYERS = (
-    "Activation Add Average AveragePooling1D AveragePooling2D AveragePooling3D BatchNormalization Concatenate Conv1D "
-    "Conv2D Conv3D Conv1DTranspose Conv2DTranspose Conv3DTranspose Cropping1D Cropping2D Cropping3D Dense "
-    "DepthwiseConv1D DepthwiseConv2D Dot Dropout ELU EinsumDense Embedding Flatten GRU GlobalAveragePooling1D "
-    "GlobalAveragePooling2D GlobalAveragePooling3D GlobalMaxPooling1D GlobalMaxPooling2D GlobalMaxPooling3D "
-    "GroupNormalization Identity InputLayer LSTM LayerNormalization LeakyReLU MaxPooling1D MaxPooling2D MaxPooling3D "
-    "Maximum Minimum Multiply PReLU Permute RMSNormalization ReLU RepeatVector Rescaling Reshape SeparableConv1D "
-    "SeparableConv2D SimpleRNN Softmax Subtract UnitNormalization UpSampling1D UpSampling2D UpSampling3D "
-    "ZeroPadding1D ZeroPadding2D ZeroPadding3D"
+    "Activation Add AdditiveAttention Attention Average AveragePooling1D AveragePooling2D AveragePooling3D "
+    "BatchNormalization Bidirectional CenterCrop Concatenate Conv1D Conv1DTranspose Conv2D Conv2DTranspose Conv3D "
+    "Conv3DTranspose Cropping1D Cropping2D Cropping3D Dense DepthwiseConv1D DepthwiseConv2D Dot Dropout EinsumDense "
+    "ELU Embedding Flatten GlobalAveragePooling1D GlobalAveragePooling2D GlobalAveragePooling3D GlobalMaxPooling1D "
+    "GlobalMaxPooling2D GlobalMaxPooling3D GroupNormalization GroupQueryAttention GRU Identity InputLayer "
+    "LayerNormalization LeakyReLU LSTM Maximum MaxPooling1D MaxPooling2D MaxPooling3D Minimum MultiHeadAttention "
+    "Multiply Normalization Permute PReLU ReLU RepeatVector Rescaling Reshape Resizing RMSNormalization "
+    "SeparableConv1D SeparableConv2D SimpleRNN Softmax Subtract TimeDistributed UnitNormalization UpSampling1D "
+    "UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D ZeroPadding3D"
 ).split()
 _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.
