@@ -192,6 +192,7 @@ class Program:
         self.target_slot, self.loss_slot, self.output_slots = target_slot, loss_slot, output_slots
         self.confirmed = False  # set by whoever compared it with a second trace
         self.structure = None   # the outputs' structure, for whoever packs them
+        self.tracked = []       # whoever replays: what records the outputs after the model's own (several losses)
         self.leaf_slots, self.variables = trace.leaf_slots, trace.variables
         self.constants = trace.constants
         self._template = [None] * trace._count

@@ -125,6 +125,9 @@ class CompileLoss:
         self.built = False
         self.names = self.losses = self.loss_weights = None
         self._trackers = []
+        # A list while fit's step is traced for replay (kgraph.trainers.replay): the per-output trackers' updates
+        # ``(tracker, loss, batch size)`` wait in it, to be made after the traced part (the same values).
+        self.deferred = None
 
     @property
     def metrics(self) -> list[Metric]:
@@ -168,7 +171,11 @@ class CompileLoss:
                 raise ValueError(f"No target (`y`) was given for output {output}, which has a loss.")
             value = fn(targets[i], preds[i], sample_weight=weights[i])
             if tracker is not None:
-                tracker.update_state(value, sample_weight=_batch_size(preds[i]))
+                pending = getattr(self, "deferred", None)
+                if pending is None:
+                    tracker.update_state(value, sample_weight=_batch_size(preds[i]))
+                else:
+                    pending.append((tracker, value, _batch_size(preds[i])))
             if loss_weight is not None:
                 value = ops.multiply(value, loss_weight)
             total = value if total is None else ops.add(total, value)

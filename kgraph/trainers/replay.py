@@ -146,6 +146,11 @@ class ReplayedStep:
             return model.train_step(data)
         if entry is not None and entry.confirmed:
             loss, outputs, grads = entry.run(leaves)
+            if entry.tracked:  # the outputs' losses, which their trackers record as the step as written does
+                count = len(outputs) - len(entry.tracked)
+                for (tracker, size), value in zip(entry.tracked, outputs[count:]):
+                    tracker.update_state(value, sample_weight=size)
+                outputs = outputs[:count]
             y_pred = outputs[0] if entry.structure is None else tree.pack_sequence_as(entry.structure, outputs)
         else:
             loss, y_pred, variables, grads = self._traced(x, y, sample_weight, leaves, variables, key, entry)
@@ -158,17 +163,26 @@ class ReplayedStep:
         trace = StepTrace(leaves, model.weights, batch_size)
         if batch_size < 2:
             trace.fail("a batch of fewer than two rows")
-        with trace:
-            scaled, loss, y_pred, trainable, grads = model._loss_and_gradients(x, y, sample_weight)
+        compile_loss = model._compile_loss
+        compile_loss.deferred = []  # several losses: each output's tracker updated after the traced part
+        try:
+            with trace:
+                scaled, loss, y_pred, trainable, grads = model._loss_and_gradients(x, y, sample_weight)
+        finally:
+            pending, compile_loss.deferred = compile_loss.deferred, None
+        for tracker, value, size in pending:
+            tracker.update_state(value, sample_weight=size)
         if [id(v) for v in trainable] != list(key[1]):
             trace.fail("the step changed the trainable variables")
-        program = trace.program(scaled, loss, tree.flatten(y_pred), trainable)
+        program = trace.program(scaled, loss, tree.flatten(y_pred) + [value for _, value, _ in pending], trainable)
+        tracked = [(tracker, size) for tracker, _, size in pending]
         if program is None:
             self.programs[key] = trace.failed
         elif entry is None:
             program.structure = tree.map_structure(lambda _: None, y_pred)
+            program.tracked = tracked
             self.programs[key] = program
-        elif entry.same_as(program):
+        elif entry.same_as(program) and [(id(t), s) for t, s in entry.tracked] == [(id(t), s) for t, s in tracked]:
             entry.confirmed = True
         else:
             self.programs[key] = "two steps of the same signature ran different ops or constants"

@@ -78,3 +78,25 @@ def test_an_rnn_of_a_custom_cell_and_attention_dropout_run_as_written():
     # Attention dropout draws a mask the size of the batch outside the ops: the trace refuses it.
     _assert_same_training(_self_attention(lambda: layers.MultiHeadAttention(num_heads=2, key_dim=3, dropout=0.5)),
                           x, y, replayed=False, exact=False, epochs=2, batch_size=32)
+
+
+def test_several_losses_replayed_with_their_trackers_bit_for_bit():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(160, 6)).astype("float32")
+    labels, target = rng.integers(0, 3, 160), rng.normal(size=(160, 2)).astype("float32")
+
+    def build():
+        inputs = kgraph.Input((6,))
+        h = layers.Dense(8, activation="relu")(inputs)
+        return kgraph.Model(inputs, {"kind": layers.Dense(3, activation="softmax", name="kind")(h),
+                                     "score": layers.Dense(2, name="score")(h)})
+    compile_kwargs = {"loss": {"kind": "sparse_categorical_crossentropy", "score": "mse"},
+                      "loss_weights": {"kind": 1.0, "score": 0.5}, "metrics": {"kind": ["accuracy"], "score": ["mae"]}}
+    model = _assert_same_training(build, x, {"kind": labels, "score": target}, compile_kwargs=compile_kwargs,
+                                  epochs=3, batch_size=32)
+    history = model.history.history
+    assert {"kind_loss", "score_loss", "loss"} <= set(history)
+    # Each tracker saw every batch: the epoch's tracked losses, weighted, add up to the epoch's loss.
+    for epoch in range(3):
+        total = history["kind_loss"][epoch] + 0.5 * history["score_loss"][epoch]
+        assert abs(total - history["loss"][epoch]) < 1e-5
