@@ -1,0 +1,117 @@
+"""What replaying fit's step buys, model by model: epochs with the step replayed against the step as written.
+
+Each model is compiled twice from the same weights, once with ``jit_compile="auto"`` (``fit`` traces its step
+and replays it, ``kgraph/trainers/replay.py``) and once with ``jit_compile=False`` (the step as written), and the
+two train in turns, one epoch each per round, in one process; the best epoch of each is kept. The models are
+the kinds that the replay took on last: a CNN with BatchNormalization, a Transformer encoder block
+(MultiHeadAttention, LayerNormalization), a model with two outputs and two losses, and the MLP of
+``train_throughput.py`` for reference. A line says whether the step was replayed.
+
+    python benchmarks/replay_gain.py [--rounds 5] [--models bn_cnn,attention,two_losses,mlp]
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import kgraph  # noqa: E402
+from kgraph import layers  # noqa: E402
+from kgraph.trainers import replay  # noqa: E402
+
+BATCH = 64
+
+
+def bn_cnn():
+    inputs = kgraph.Input((28, 28, 1))
+    h = inputs
+    for filters in (16, 32):
+        h = layers.Conv2D(filters, 3, padding="same", use_bias=False)(h)
+        h = layers.Activation("relu")(layers.BatchNormalization()(h))
+        h = layers.MaxPooling2D()(h)
+    h = layers.GlobalAveragePooling2D()(h)
+    return kgraph.Model(inputs, layers.Dense(10, activation="softmax")(h))
+
+
+def attention():
+    inputs = kgraph.Input((32, 32))
+    h = layers.LayerNormalization()(inputs + layers.MultiHeadAttention(num_heads=4, key_dim=8)(inputs, inputs))
+    h = layers.LayerNormalization()(h + layers.Dense(32)(layers.Dense(64, activation="relu")(h)))
+    return kgraph.Model(inputs, layers.Dense(10, activation="softmax")(layers.GlobalAveragePooling1D()(h)))
+
+
+def two_losses():
+    inputs = kgraph.Input((64,))
+    h = layers.Dense(128, activation="relu")(layers.Dense(128, activation="relu")(inputs))
+    return kgraph.Model(inputs, {"kind": layers.Dense(10, activation="softmax", name="kind")(h),
+                                 "score": layers.Dense(1, name="score")(h)})
+
+
+def mlp():
+    inputs = kgraph.Input((784,))
+    h = layers.Dense(512, activation="relu")(layers.Dense(512, activation="relu")(inputs))
+    return kgraph.Model(inputs, layers.Dense(10, activation="softmax")(h))
+
+
+def _data(name, n, rng):
+    labels = rng.integers(0, 10, n)
+    if name == "bn_cnn":
+        return rng.random((n, 28, 28, 1), dtype=np.float32), labels
+    if name == "attention":
+        return rng.normal(size=(n, 32, 32)).astype("float32"), labels
+    if name == "two_losses":
+        return rng.normal(size=(n, 64)).astype("float32"), {"kind": labels, "score": rng.normal(size=(n, 1))}
+    return rng.normal(size=(n, 784)).astype("float32"), labels
+
+
+MODELS = {"bn_cnn": (bn_cnn, 1024), "attention": (attention, 1024), "two_losses": (two_losses, 4096),
+          "mlp": (mlp, 2048)}
+
+
+def _compiled(build, weights, jit_compile, name):
+    model = build()
+    model.set_weights(weights)
+    loss = ({"kind": "sparse_categorical_crossentropy", "score": "mse"} if name == "two_losses"
+            else "sparse_categorical_crossentropy")
+    model.compile(optimizer="adam", loss=loss, jit_compile=jit_compile)
+    return model
+
+
+def measure(name, rounds):
+    build, n = MODELS[name]
+    x, y = _data(name, n, np.random.default_rng(0))
+    kgraph.utils.set_random_seed(0)
+    weights = build().get_weights()
+    models = {mode: _compiled(build, weights, mode, name) for mode in ("auto", False)}
+    best = {mode: float("inf") for mode in models}
+    for model in models.values():
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)  # traces (and warms) before the timed rounds
+    for r in range(rounds):
+        for mode in (("auto", False) if r % 2 == 0 else (False, "auto")):
+            start = time.perf_counter()
+            models[mode].fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
+            best[mode] = min(best[mode], time.perf_counter() - start)
+    step = replay._STEPS.get(models["auto"])
+    replayed = step is not None and any(type(p) is not str and p.confirmed for p in step.programs.values())
+    return n / best["auto"], n / best[False], replayed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args()
+    print(f"samples/s of one fit epoch, best of {args.rounds} alternating rounds; batch {BATCH}, Adam")
+    print(f"{'model':<12}{'replayed':>12}{'as written':>12}{'ratio':>8}  step replayed")
+    for name in args.models.split(","):
+        if name not in MODELS:
+            parser.error(f"unknown model {name!r}; expected some of {', '.join(MODELS)}")
+        fast, slow, replayed = measure(name, args.rounds)
+        print(f"{name:<12}{fast:>12,.0f}{slow:>12,.0f}{fast / slow:>7.2f}x  {'yes' if replayed else 'no'}")
+
+
+if __name__ == "__main__":
+    main()
