@@ -1,11 +1,12 @@
-"""What replaying fit's step buys, model by model: epochs with the step replayed against the step as written.
+"""What replaying the steps buys, model by model: fit's epochs and evaluate's passes replayed against as written.
 
-Each model is compiled twice from the same weights, once with ``jit_compile="auto"`` (``fit`` traces its step
-and replays it, ``kgraph/trainers/replay.py``) and once with ``jit_compile=False`` (the step as written), and the
-two train in turns, one epoch each per round, in one process; the best epoch of each is kept. The models are
+Each model is compiled twice from the same weights, once with ``jit_compile="auto"`` (``fit`` and ``evaluate``
+trace their steps and replay them, ``kgraph/trainers/replay.py``) and once with ``jit_compile=False`` (the steps
+as written), and the two take turns, one epoch (then one evaluate pass) each per round, in one process; the best
+of each is kept. The models are
 the kinds that the replay took on last: a CNN with BatchNormalization, a Transformer encoder block
 (MultiHeadAttention, LayerNormalization), a model with two outputs and two losses, and the MLP of
-``train_throughput.py`` for reference. A line says whether the step was replayed.
+``train_throughput.py`` for reference. A column says whether the step was replayed.
 
     python benchmarks/replay_gain.py [--rounds 5] [--models bn_cnn,attention,two_losses,mlp]
 """
@@ -80,23 +81,33 @@ def _compiled(build, weights, jit_compile, name):
     return model
 
 
+def _replayed(steps, model):
+    step = steps.get(model)
+    return step is not None and any(type(p) is not str and p.confirmed for p in step.programs.values())
+
+
 def measure(name, rounds):
+    """``{(call, mode): samples/s}`` for ``fit`` and ``evaluate``, and whether each call was replayed."""
     build, n = MODELS[name]
     x, y = _data(name, n, np.random.default_rng(0))
     kgraph.utils.set_random_seed(0)
     weights = build().get_weights()
     models = {mode: _compiled(build, weights, mode, name) for mode in ("auto", False)}
-    best = {mode: float("inf") for mode in models}
+    calls = {"fit": lambda m: m.fit(x, y, batch_size=BATCH, epochs=1, verbose=0),
+             "evaluate": lambda m: m.evaluate(x, y, batch_size=BATCH, verbose=0)}
+    best = {(call, mode): float("inf") for call in calls for mode in models}
     for model in models.values():
-        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)  # traces (and warms) before the timed rounds
+        for run in calls.values():
+            run(model)  # traces (and warms) before the timed rounds
     for r in range(rounds):
-        for mode in (("auto", False) if r % 2 == 0 else (False, "auto")):
-            start = time.perf_counter()
-            models[mode].fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
-            best[mode] = min(best[mode], time.perf_counter() - start)
-    step = replay._STEPS.get(models["auto"])
-    replayed = step is not None and any(type(p) is not str and p.confirmed for p in step.programs.values())
-    return n / best["auto"], n / best[False], replayed
+        for call, run in calls.items():
+            for mode in (("auto", False) if r % 2 == 0 else (False, "auto")):
+                start = time.perf_counter()
+                run(models[mode])
+                best[call, mode] = min(best[call, mode], time.perf_counter() - start)
+    replayed = {"fit": _replayed(replay._STEPS, models["auto"]),
+                "evaluate": _replayed(replay._TEST_STEPS, models["auto"])}
+    return {key: n / seconds for key, seconds in best.items()}, replayed
 
 
 def main():
@@ -104,13 +115,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
-    print(f"samples/s of one fit epoch, best of {args.rounds} alternating rounds; batch {BATCH}, Adam")
-    print(f"{'model':<12}{'replayed':>12}{'as written':>12}{'ratio':>8}  step replayed")
+    print(f"samples/s of one fit epoch and one evaluate pass, best of {args.rounds} alternating rounds; batch "
+          f"{BATCH}, Adam")
+    print(f"{'model':<12}{'call':<10}{'replayed':>12}{'as written':>12}{'ratio':>8}  step replayed")
     for name in args.models.split(","):
         if name not in MODELS:
             parser.error(f"unknown model {name!r}; expected some of {', '.join(MODELS)}")
-        fast, slow, replayed = measure(name, args.rounds)
-        print(f"{name:<12}{fast:>12,.0f}{slow:>12,.0f}{fast / slow:>7.2f}x  {'yes' if replayed else 'no'}")
+        rates, replayed = measure(name, args.rounds)
+        for call in ("fit", "evaluate"):
+            fast, slow = rates[call, "auto"], rates[call, False]
+            print(f"{name:<12}{call:<10}{fast:>12,.0f}{slow:>12,.0f}{fast / slow:>7.2f}x  "
+                  f"{'yes' if replayed[call] else 'no'}")
 
 
 if __name__ == "__main__":

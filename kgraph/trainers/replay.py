@@ -1,26 +1,26 @@
-"""``fit``'s training step replayed: the ops of forward pass, loss and gradient traced, then run again.
+"""``fit``'s and ``evaluate``'s steps replayed: the ops of forward pass, loss (and gradient) traced, then run again.
 
-As Keras traces ``train_step`` into a graph once per input signature (when
-``run_eagerly`` is False), ``fit`` traces the default step's op calls
-(``kgraph.backend.step_trace``) and replays them on later batches of the same
+As Keras traces ``train_step`` and ``test_step`` into graphs once per input
+signature (when ``run_eagerly`` is False), ``fit`` and ``evaluate`` (and
+``fit``'s validation) trace the default steps' op calls
+(``kgraph.backend.step_trace``) and replay them on later batches of the same
 shapes and dtypes: the same op functions and VJPs in the same order, so the
 same losses, weights and metrics bit for bit, without the Python of layer
 calls, loss objects and tape bookkeeping. What replaying could change is not
 replayed, and the step runs as written:
 
 - a model of another class than ``Functional`` and ``Sequential``, or one whose
-  ``train_step`` or ``compute_loss`` is overridden; ``run_eagerly=True`` or
-  ``jit_compile=False`` in ``compile``; an optimizer that scales the loss
-  (``LossScaleOptimizer``);
+  ``train_step``/``test_step``, ``compute_loss`` or metrics methods are
+  overridden; ``run_eagerly=True`` or ``jit_compile=False`` in ``compile``; an
+  optimizer that scales the loss (``LossScaleOptimizer``);
 - a layer outside the list below (random layers other than ``Dropout``,
   ``Lambda``, custom layers), a layer with an activity regularizer or added
-  losses, an activation
-  or loss that is not one of kgraph's own;
+  losses, an activation or loss that is not one of kgraph's own;
 - a trace that ``StepTrace`` refuses, or two traces of the same signature that
   differ (a constant that changes from step to step).
 
 A signature is traced on its first two steps, replayed from the third; the traces
-are kept from one ``fit`` to the next until ``compile`` is called again.
+are kept from one call to the next until ``compile`` is called again.
 """
 import weakref
 
@@ -28,11 +28,12 @@ import numpy as np
 
 from kgraph import layers as layers_module
 from kgraph import tree
-from kgraph.backend.autodiff import is_recording
+from kgraph.backend.autodiff import GradientTape, is_recording
 from kgraph.backend.step_trace import StepTrace
 from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 
-__all__ = ["ReplayedStep", "replayed_train_step", "forget"]
+__all__ = ["ReplayedStep", "ReplayedTestStep", "ReplayedTrainStep", "forget", "replayed_test_step",
+           "replayed_train_step"]
 
 _LAYERS = (
     "Activation Add AdditiveAttention Attention Average AveragePooling1D AveragePooling2D AveragePooling3D "
@@ -48,31 +49,43 @@ _LAYERS = (
 _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.
 _OWN_METHODS = frozenset(["train_step", "compute_loss", "_compute_loss", "_loss_and_gradients", "_apply_gradients",
-                          "compute_metrics", "_update_compiled_metrics", "get_metrics_result", "call", "__call__"])
+                          "compute_metrics", "_update_compiled_metrics", "get_metrics_result", "call", "__call__",
+                          "test_step", "_test_loss", "_record_test"])
 
 
 # model -> its ReplayedStep, kept from one `fit` to the next (as Keras keeps its train function) until `compile`.
 _STEPS = weakref.WeakKeyDictionary()
+_TEST_STEPS = weakref.WeakKeyDictionary()  # the same for evaluate's (and fit's validation's) test_step
 
 
 def replayed_train_step(model):
     """``model.train_step``, or a step that replays it where it may (see the module's docstring)."""
+    return _replayed(model, "train_step", _STEPS, ReplayedTrainStep)
+
+
+def replayed_test_step(model):
+    """``model.test_step``, or a step that replays its forward pass and loss where it may."""
+    return _replayed(model, "test_step", _TEST_STEPS, ReplayedTestStep)
+
+
+def _replayed(model, method, steps, kind):
     from kgraph.trainers.trainer import Trainer
     cls = type(model)
-    if (model.run_eagerly or model.jit_compile is False or cls.train_step is not Trainer.train_step
+    if (model.run_eagerly or model.jit_compile is False or getattr(cls, method) is not getattr(Trainer, method)
             or cls.compute_loss is not Trainer.compute_loss or not _model_class(cls)
             or not _OWN_METHODS.isdisjoint(vars(model))):  # (a method replaced on the instance)
-        return model.train_step
-    step = _STEPS.get(model)
+        return getattr(model, method)
+    step = steps.get(model)
     if step is None:
-        step = _STEPS[model] = ReplayedStep(model)
-    step.replayable = None  # checked again at this fit's first step: layers may have changed since the last fit
+        step = steps[model] = kind(model)
+    step.replayable = None  # checked again at this call's first step: layers may have changed since the last one
     return step
 
 
 def forget(model):
     """Drop the traces of ``model`` (``compile`` calls it: a new optimizer, loss or metrics)."""
     _STEPS.pop(model, None)
+    _TEST_STEPS.pop(model, None)
 
 
 def _model_class(cls):
@@ -117,7 +130,9 @@ def _replayable_model(model):
 
 
 class ReplayedStep:
-    """``train_step`` for ``fit``: traced twice per signature, then replayed (see the module's docstring)."""
+    """A step of ``fit`` or ``evaluate``: traced twice per signature, then replayed (see the module's docstring)."""
+
+    _method = None  # the model's step this one replays
 
     def __init__(self, model):
         self._model = weakref.ref(model)  # (a strong one would keep the model, the key of _STEPS, alive forever)
@@ -125,25 +140,26 @@ class ReplayedStep:
         self.programs = {}      # signature -> a first trace's Program, a confirmed one, or why it is not replayed
 
     def __call__(self, data, logs=True):
-        """The step's logs, as ``train_step``'s; ``logs=False``: None, the metrics' results left unread (their
+        """The step's logs, as the model's step; ``logs=False``: None, the metrics' results left unread (their
         states updated all the same)."""
         model = self._model()
+        written = getattr(model, self._method)
         if self.replayable is None:
             if not model.built or model._compile_loss is None or not model._compile_loss.built:
-                return model.train_step(data)
+                return written(data)
             self.replayable = _replayable_model(model)
         if not self.replayable or is_recording():  # (an outer tape records the step as written)
-            return model.train_step(data)
+            return written(data)
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         leaves = []
         signature = _signature((x, y, sample_weight), leaves)
         if signature is None:
-            return model.train_step(data)
-        variables = model.trainable_weights
+            return written(data)
+        variables = self._variables(model)
         key = (signature, tuple([id(v) for v in variables]))
         entry = self.programs.get(key)
         if type(entry) is str or (entry is None and len(self.programs) >= _MAX_SIGNATURES):
-            return model.train_step(data)
+            return written(data)
         if entry is not None and entry.confirmed:
             loss, outputs, grads = entry.run(leaves)
             if entry.tracked:  # the outputs' losses, which their trackers record as the step as written does
@@ -154,7 +170,7 @@ class ReplayedStep:
             y_pred = outputs[0] if entry.structure is None else tree.pack_sequence_as(entry.structure, outputs)
         else:
             loss, y_pred, variables, grads = self._traced(x, y, sample_weight, leaves, variables, key, entry)
-        return model._apply_gradients(x, y, sample_weight, loss, y_pred, variables, grads, logs)
+        return self._finish(model, x, y, sample_weight, loss, y_pred, variables, grads, logs)
 
     def _traced(self, x, y, sample_weight, leaves, variables, key, entry):
         """The step as written, traced; the trace becomes the signature's program, or confirms or refuses it."""
@@ -167,14 +183,15 @@ class ReplayedStep:
         compile_loss.deferred = []  # several losses: each output's tracker updated after the traced part
         try:
             with trace:
-                scaled, loss, y_pred, trainable, grads = model._loss_and_gradients(x, y, sample_weight)
+                scaled, loss, y_pred, traced_variables, grads = self._traced_part(model, x, y, sample_weight)
         finally:
             pending, compile_loss.deferred = compile_loss.deferred, None
         for tracker, value, size in pending:
             tracker.update_state(value, sample_weight=size)
-        if [id(v) for v in trainable] != list(key[1]):
+        if [id(v) for v in traced_variables] != list(key[1]):
             trace.fail("the step changed the trainable variables")
-        program = trace.program(scaled, loss, tree.flatten(y_pred) + [value for _, value, _ in pending], trainable)
+        program = trace.program(scaled, loss, tree.flatten(y_pred) + [value for _, value, _ in pending],
+                                traced_variables)
         tracked = [(tracker, size) for tracker, _, size in pending]
         if program is None:
             self.programs[key] = trace.failed
@@ -186,7 +203,46 @@ class ReplayedStep:
             entry.confirmed = True
         else:
             self.programs[key] = "two steps of the same signature ran different ops or constants"
-        return loss, y_pred, trainable, grads
+        return loss, y_pred, traced_variables, grads
+
+
+class ReplayedTrainStep(ReplayedStep):
+    """``fit``'s ``train_step``: forward pass, loss and gradients replayed; the optimizer and metrics as written."""
+
+    _method = "train_step"
+
+    @staticmethod
+    def _variables(model):
+        return model.trainable_weights
+
+    @staticmethod
+    def _traced_part(model, x, y, sample_weight):
+        return model._loss_and_gradients(x, y, sample_weight)
+
+    @staticmethod
+    def _finish(model, x, y, sample_weight, loss, y_pred, variables, grads, logs):
+        return model._apply_gradients(x, y, sample_weight, loss, y_pred, variables, grads, logs)
+
+
+class ReplayedTestStep(ReplayedStep):
+    """``evaluate``'s ``test_step`` (and ``fit``'s validation's): the forward pass in inference mode and the loss
+    replayed (traced under a tape that takes no gradient); the loss tracker and metrics as written."""
+
+    _method = "test_step"
+
+    @staticmethod
+    def _variables(model):
+        return []
+
+    @staticmethod
+    def _traced_part(model, x, y, sample_weight):
+        with GradientTape():  # a trace captures the ops a tape records: values unchanged, no gradient taken
+            loss, y_pred = model._test_loss(x, y, sample_weight)
+        return loss, loss, y_pred, [], None
+
+    @staticmethod
+    def _finish(model, x, y, sample_weight, loss, y_pred, variables, grads, logs):
+        return model._record_test(x, y, sample_weight, loss, y_pred, logs)
 
 
 def _signature(data, leaves):

@@ -236,10 +236,19 @@ class Trainer:
 
     def test_step(self, data: Batch) -> Logs:
         """Loss and metrics of one batch, without updating weights; returns the logs."""
-        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        x, y, sample_weight = unpack_x_y_sample_weight(data)  # (evaluate replays it: kgraph.trainers.replay)
+        return self._record_test(x, y, sample_weight, *self._test_loss(x, y, sample_weight))
+
+    def _test_loss(self, x, y, sample_weight):
+        """``test_step``'s forward pass in inference mode and its loss: ``(loss, y_pred)``."""
         y_pred = self(x, training=False)
-        loss = self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        return self._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False), y_pred
+
+    def _record_test(self, x, y, sample_weight, loss, y_pred, logs=True):
+        """The rest of ``test_step``: the loss tracker and the metrics (``logs=False``: as ``_apply_gradients``)."""
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+        if not logs:
+            return self._update_compiled_metrics(y, y_pred, sample_weight)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def predict_step(self, data: Batch) -> Any:
@@ -485,9 +494,13 @@ class Trainer:
         if batches is None:
             return self._empty_logs(iterator)
         self.stop_evaluating = False
-        logs = self._run_steps(self.test_step, batches, cl.on_test_batch_begin, cl.on_test_batch_end,
-                               "stop_evaluating")
-        return self._metrics_result_or_logs(logs)
+        step = replayed_steps.replayed_test_step(self)  # or its replay: the same steps
+        reads_logs = cl.implements("on_test_batch_end")
+        quiet = isinstance(step, replayed_steps.ReplayedStep) and not reads_logs
+        on_begin = cl.on_test_batch_begin if cl.implements("on_test_batch_begin") else _no_hook
+        logs = self._run_steps(step, batches, on_begin, cl.on_test_batch_end if reads_logs else _no_hook,
+                               "stop_evaluating", quiet)
+        return dict(logs) if quiet else self._metrics_result_or_logs(logs)
 
     def _empty_logs(self, iterator):
         """Logs for 0 rows: every loss tracker and metric in its reset state (Keras's 0 for an empty mean)."""
