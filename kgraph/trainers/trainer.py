@@ -31,7 +31,7 @@ from kgraph.trainers.epoch_iterator import (
     source_kind,
 )
 from kgraph.trainers.py_dataset import PyDataset
-from kgraph.trainers.step_logs import held_metrics, pythonify
+from kgraph.trainers.step_logs import batch_hooks, held_metrics, pythonify
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -437,11 +437,7 @@ class Trainer:
         if self._initial_epoch is not None:
             initial_epoch = self._initial_epoch
         training_logs, train_step = {}, replayed_steps.replayed_train_step(self)  # or its replay: the same steps
-        # The replayed step leaves the metrics' results unread where no callback reads a batch's logs.
-        reads_logs = cl.implements("on_train_batch_end", "on_batch_end")
-        quiet = isinstance(train_step, replayed_steps.ReplayedStep) and not reads_logs
-        on_begin = cl.on_train_batch_begin if cl.implements("on_train_batch_begin", "on_batch_begin") else _no_hook
-        on_end = cl.on_train_batch_end if reads_logs else _no_hook
+        on_begin, on_end, quiet = batch_hooks(cl, train_step, "train")
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             batches = iterator.epoch()
@@ -495,11 +491,8 @@ class Trainer:
             return self._empty_logs(iterator)
         self.stop_evaluating = False
         step = replayed_steps.replayed_test_step(self)  # or its replay: the same steps
-        reads_logs = cl.implements("on_test_batch_end")
-        quiet = isinstance(step, replayed_steps.ReplayedStep) and not reads_logs
-        on_begin = cl.on_test_batch_begin if cl.implements("on_test_batch_begin") else _no_hook
-        logs = self._run_steps(step, batches, on_begin, cl.on_test_batch_end if reads_logs else _no_hook,
-                               "stop_evaluating", quiet)
+        on_begin, on_end, quiet = batch_hooks(cl, step, "test")
+        logs = self._run_steps(step, batches, on_begin, on_end, "stop_evaluating", quiet)
         return dict(logs) if quiet else self._metrics_result_or_logs(logs)
 
     def _empty_logs(self, iterator):
@@ -591,10 +584,6 @@ class Trainer:
 @functools.lru_cache(maxsize=None)
 def _takes_training(compute_loss):
     return "training" in inspect.signature(compute_loss).parameters
-
-
-def _no_hook(*args):
-    """A batch hook that no callback implements."""
 
 
 def _batch_size(x):
