@@ -8,7 +8,12 @@ import pytest
 
 import kgraph
 from kgraph import layers
-from tests.kgraph.trainers.test_replay import _assert_same_training, _image_model, _sequence_model
+from tests.kgraph.trainers.test_replay import (
+    _assert_same_training,
+    _family_trains_as_written,
+    _image_model,
+    _sequence_model,
+)
 
 
 def _pair_model(attention):
@@ -50,13 +55,9 @@ _MODELS = {
 
 @pytest.mark.parametrize("name", sorted(_MODELS))
 def test_more_layers_train_replayed_as_written(name):
-    rng = np.random.default_rng(9)
-    build = _MODELS[name]
-    shape = build().input_shape[1:]
-    x, y = rng.normal(size=(96,) + shape).astype("float32"), rng.integers(0, 3, 96)
     # Bit for bit but where a compiled kernel may split a batch between two threads (the LSTM's, the convolution's).
     exact = name not in ("bidirectional_time_distributed", "normalization_resizing")
-    _assert_same_training(build, x, y, exact=exact, epochs=3, batch_size=32)
+    _family_trains_as_written(_MODELS[name], seed=9, exact=exact)
 
 
 def test_an_rnn_of_a_custom_cell_and_attention_dropout_run_as_written():
