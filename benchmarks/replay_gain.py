@@ -1,9 +1,9 @@
-"""What replaying the steps buys, model by model: fit's epochs and evaluate's passes replayed against as written.
+"""What replaying the steps buys, model by model: fit's, evaluate's and predict's passes replayed or as written.
 
-Each model is compiled twice from the same weights, once with ``jit_compile="auto"`` (``fit`` and ``evaluate``
-trace their steps and replay them, ``kgraph/trainers/replay.py``) and once with ``jit_compile=False`` (the steps
-as written), and the two take turns, one epoch (then one evaluate pass) each per round, in one process; the best
-of each is kept. The models are
+Each model is compiled twice from the same weights, once with ``jit_compile="auto"`` (``fit``, ``evaluate`` and
+``predict`` trace their steps and replay them, ``kgraph/trainers/replay.py``) and once with ``jit_compile=False``
+(the steps as written), and the two take turns, one epoch (then one evaluate and one predict pass) each per
+round, in one process; the best of each is kept. The models are
 the kinds that the replay took on last: a CNN with BatchNormalization, a Transformer encoder block
 (MultiHeadAttention, LayerNormalization), a model with two outputs and two losses, and the MLP of
 ``train_throughput.py`` for reference. A column says whether the step was replayed.
@@ -87,14 +87,15 @@ def _replayed(steps, model):
 
 
 def measure(name, rounds):
-    """``{(call, mode): samples/s}`` for ``fit`` and ``evaluate``, and whether each call was replayed."""
+    """``{(call, mode): samples/s}`` for ``fit``, ``evaluate`` and ``predict``, and whether each was replayed."""
     build, n = MODELS[name]
     x, y = _data(name, n, np.random.default_rng(0))
     kgraph.utils.set_random_seed(0)
     weights = build().get_weights()
     models = {mode: _compiled(build, weights, mode, name) for mode in ("auto", False)}
     calls = {"fit": lambda m: m.fit(x, y, batch_size=BATCH, epochs=1, verbose=0),
-             "evaluate": lambda m: m.evaluate(x, y, batch_size=BATCH, verbose=0)}
+             "evaluate": lambda m: m.evaluate(x, y, batch_size=BATCH, verbose=0),
+             "predict": lambda m: m.predict(x, batch_size=BATCH, verbose=0)}
     best = {(call, mode): float("inf") for call in calls for mode in models}
     for model in models.values():
         for run in calls.values():
@@ -106,7 +107,8 @@ def measure(name, rounds):
                 run(models[mode])
                 best[call, mode] = min(best[call, mode], time.perf_counter() - start)
     replayed = {"fit": _replayed(replay._STEPS, models["auto"]),
-                "evaluate": _replayed(replay._TEST_STEPS, models["auto"])}
+                "evaluate": _replayed(replay._TEST_STEPS, models["auto"]),
+                "predict": _replayed(replay._PREDICT_STEPS, models["auto"])}
     return {key: n / seconds for key, seconds in best.items()}, replayed
 
 
@@ -115,14 +117,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
-    print(f"samples/s of one fit epoch and one evaluate pass, best of {args.rounds} alternating rounds; batch "
+    print(f"samples/s of one fit epoch, evaluate and predict pass, best of {args.rounds} alternating rounds; batch "
           f"{BATCH}, Adam")
     print(f"{'model':<12}{'call':<10}{'replayed':>12}{'as written':>12}{'ratio':>8}  step replayed")
     for name in args.models.split(","):
         if name not in MODELS:
             parser.error(f"unknown model {name!r}; expected some of {', '.join(MODELS)}")
         rates, replayed = measure(name, args.rounds)
-        for call in ("fit", "evaluate"):
+        for call in ("fit", "evaluate", "predict"):
             fast, slow = rates[call, "auto"], rates[call, False]
             print(f"{name:<12}{call:<10}{fast:>12,.0f}{slow:>12,.0f}{fast / slow:>7.2f}x  "
                   f"{'yes' if replayed[call] else 'no'}")

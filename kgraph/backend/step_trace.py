@@ -170,12 +170,14 @@ class StepTrace:
 
     def program(self, target, loss, outputs, trainable):
         """The replay of the captured step: ``loss`` and the flat ``outputs`` as results, gradients of ``target``
-        (the loss, or the loss scaled) for ``trainable`` (None where the tape gives None). None, with ``failed``
-        set, if refused."""
+        (the loss, or the loss scaled) for ``trainable`` (None where the tape gives None). ``target`` and
+        ``loss`` None: a step without a loss (``predict``'s). None, with ``failed`` set, if refused."""
         if self.failed is None:
-            target_slot, loss_slot = self._slots.get(id(target)), self._slots.get(id(loss))
+            lossless = target is None and loss is None
+            target_slot, loss_slot = (None, None) if lossless else (self._slots.get(id(target)),
+                                                                     self._slots.get(id(loss)))
             output_slots = tuple(self._slots.get(id(o)) for o in outputs)
-            if target_slot is None or loss_slot is None or None in output_slots:
+            if not lossless and (target_slot is None or loss_slot is None) or None in output_slots:
                 self.fail("the loss or an output was not made by the step's ops")
             elif any(getattr(o, "_keras_mask", None) is not None for o in outputs):
                 self.fail("an output carries a mask")
@@ -251,7 +253,7 @@ class Program:
                     vals[slot] = o
             if keep is not None:
                 vjps[keep] = vjp
-        loss = vals[self.loss_slot]
+        loss = None if self.loss_slot is None else vals[self.loss_slot]
         outputs = [vals[s] for s in self.output_slots]
         cotangents = self._backward(vals, vjps) if self.seeded else {}
         return loss, outputs, [None if s is None else cotangents.get(s) for s in self.gradient_slots]

@@ -1,18 +1,19 @@
-"""``fit``'s and ``evaluate``'s steps replayed: the ops of forward pass, loss (and gradient) traced, then run again.
+"""``fit``'s, ``evaluate``'s and ``predict``'s steps replayed: the ops of forward pass, loss and gradient traced,
+then run again.
 
-As Keras traces ``train_step`` and ``test_step`` into graphs once per input
-signature (when ``run_eagerly`` is False), ``fit`` and ``evaluate`` (and
-``fit``'s validation) trace the default steps' op calls
-(``kgraph.backend.step_trace``) and replay them on later batches of the same
-shapes and dtypes: the same op functions and VJPs in the same order, so the
-same losses, weights and metrics bit for bit, without the Python of layer
-calls, loss objects and tape bookkeeping. What replaying could change is not
-replayed, and the step runs as written:
+As Keras traces ``train_step``, ``test_step`` and ``predict_step`` into graphs
+once per input signature (when ``run_eagerly`` is False), ``fit``,
+``evaluate`` (and ``fit``'s validation) and ``predict`` trace the default
+steps' op calls (``kgraph.backend.step_trace``) and replay them on later
+batches of the same shapes and dtypes: the same op functions and VJPs in the
+same order, so the same losses, weights, metrics and outputs bit for bit,
+without the Python of layer calls, loss objects and tape bookkeeping. What
+replaying could change is not replayed, and the step runs as written:
 
 - a model of another class than ``Functional`` and ``Sequential``, or one whose
-  ``train_step``/``test_step``, ``compute_loss`` or metrics methods are
-  overridden; ``run_eagerly=True`` or ``jit_compile=False`` in ``compile``; an
-  optimizer that scales the loss (``LossScaleOptimizer``);
+  steps, ``compute_loss`` or metrics methods are overridden;
+  ``run_eagerly=True`` or ``jit_compile=False`` in ``compile``; an optimizer
+  that scales the loss (``LossScaleOptimizer``);
 - a layer outside the list below (random layers other than ``Dropout``,
   ``Lambda``, custom layers), a layer with an activity regularizer or added
   losses, an activation or loss that is not one of kgraph's own;
@@ -32,8 +33,8 @@ from kgraph.backend.autodiff import GradientTape, is_recording
 from kgraph.backend.step_trace import StepTrace
 from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 
-__all__ = ["ReplayedStep", "ReplayedTestStep", "ReplayedTrainStep", "forget", "replayed_test_step",
-           "replayed_train_step"]
+__all__ = ["ReplayedPredictStep", "ReplayedStep", "ReplayedTestStep", "ReplayedTrainStep", "forget",
+           "replayed_predict_step", "replayed_test_step", "replayed_train_step"]
 
 _LAYERS = (
     "Activation Add AdditiveAttention Attention Average AveragePooling1D AveragePooling2D AveragePooling3D "
@@ -50,12 +51,13 @@ _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.
 _OWN_METHODS = frozenset(["train_step", "compute_loss", "_compute_loss", "_loss_and_gradients", "_apply_gradients",
                           "compute_metrics", "_update_compiled_metrics", "get_metrics_result", "call", "__call__",
-                          "test_step", "_test_loss", "_record_test"])
+                          "test_step", "_test_loss", "_record_test", "predict_step"])
 
 
 # model -> its ReplayedStep, kept from one `fit` to the next (as Keras keeps its train function) until `compile`.
 _STEPS = weakref.WeakKeyDictionary()
 _TEST_STEPS = weakref.WeakKeyDictionary()  # the same for evaluate's (and fit's validation's) test_step
+_PREDICT_STEPS = weakref.WeakKeyDictionary()  # and for predict's predict_step
 
 
 def replayed_train_step(model):
@@ -68,10 +70,17 @@ def replayed_test_step(model):
     return _replayed(model, "test_step", _TEST_STEPS, ReplayedTestStep)
 
 
+def replayed_predict_step(model):
+    """``model.predict_step``, or a step that replays its forward pass where it may."""
+    return _replayed(model, "predict_step", _PREDICT_STEPS, ReplayedPredictStep)
+
+
 def _replayed(model, method, steps, kind):
     from kgraph.trainers.trainer import Trainer
     cls = type(model)
-    if (model.run_eagerly or model.jit_compile is False or getattr(cls, method) is not getattr(Trainer, method)
+    # (an uncompiled model, which predict takes, has neither setting yet)
+    if (getattr(model, "run_eagerly", False) or getattr(model, "jit_compile", "auto") is False
+            or getattr(cls, method) is not getattr(Trainer, method)
             or cls.compute_loss is not Trainer.compute_loss or not _model_class(cls)
             or not _OWN_METHODS.isdisjoint(vars(model))):  # (a method replaced on the instance)
         return getattr(model, method)
@@ -84,8 +93,8 @@ def _replayed(model, method, steps, kind):
 
 def forget(model):
     """Drop the traces of ``model`` (``compile`` calls it: a new optimizer, loss or metrics)."""
-    _STEPS.pop(model, None)
-    _TEST_STEPS.pop(model, None)
+    for steps in (_STEPS, _TEST_STEPS, _PREDICT_STEPS):
+        steps.pop(model, None)
 
 
 def _model_class(cls):
@@ -99,12 +108,13 @@ def _kgraph_callable(fn):
     return module == "kgraph" or module.startswith("kgraph.")
 
 
-def _replayable_model(model):
-    """Whether every layer, the loss and the optimizer of ``model`` (built, compiled) may be replayed."""
+def _replayable_model(model, losses=True):
+    """Whether every layer, the loss and the optimizer of ``model`` (built, compiled) may be replayed; ``losses``
+    False: the layers only (``predict``, which needs no compiled model)."""
     from kgraph.layers.layer import _LOSS_HOLDERS
     from kgraph.losses.loss import LossFunctionWrapper
     from kgraph.optimizers.optimizer import Optimizer
-    if type(model.optimizer).scale_loss is not Optimizer.scale_loss or model._compile_loss is None:
+    if losses and (type(model.optimizer).scale_loss is not Optimizer.scale_loss or model._compile_loss is None):
         return False
     allowed = {getattr(layers_module, name) for name in _LAYERS}
     for layer in model._flatten_layers(include_self=True):
@@ -120,7 +130,7 @@ def _replayable_model(model):
             fn = getattr(layer, name, None)
             if fn is not None and not _kgraph_callable(fn):
                 return False
-    for loss in model._compile_loss.losses or ():
+    for loss in (model._compile_loss.losses or ()) if losses else ():
         if loss is None:
             continue
         fn = loss.fn if isinstance(loss, LossFunctionWrapper) else loss
@@ -133,6 +143,7 @@ class ReplayedStep:
     """A step of ``fit`` or ``evaluate``: traced twice per signature, then replayed (see the module's docstring)."""
 
     _method = None  # the model's step this one replays
+    _losses = True  # whether the step computes the compiled loss
 
     def __init__(self, model):
         self._model = weakref.ref(model)  # (a strong one would keep the model, the key of _STEPS, alive forever)
@@ -145,9 +156,9 @@ class ReplayedStep:
         model = self._model()
         written = getattr(model, self._method)
         if self.replayable is None:
-            if not model.built or model._compile_loss is None or not model._compile_loss.built:
+            if not model.built or self._losses and (model._compile_loss is None or not model._compile_loss.built):
                 return written(data)
-            self.replayable = _replayable_model(model)
+            self.replayable = _replayable_model(model, self._losses)
         if not self.replayable or is_recording():  # (an outer tape records the step as written)
             return written(data)
         x, y, sample_weight = unpack_x_y_sample_weight(data)
@@ -179,13 +190,16 @@ class ReplayedStep:
         trace = StepTrace(leaves, model.weights, batch_size)
         if batch_size < 2:
             trace.fail("a batch of fewer than two rows")
-        compile_loss = model._compile_loss
-        compile_loss.deferred = []  # several losses: each output's tracker updated after the traced part
+        compile_loss = model._compile_loss if self._losses else None
+        if compile_loss is not None:
+            compile_loss.deferred = []  # several losses: each output's tracker updated after the traced part
         try:
             with trace:
                 scaled, loss, y_pred, traced_variables, grads = self._traced_part(model, x, y, sample_weight)
         finally:
-            pending, compile_loss.deferred = compile_loss.deferred, None
+            pending = []
+            if compile_loss is not None:
+                pending, compile_loss.deferred = compile_loss.deferred, None
         for tracker, value, size in pending:
             tracker.update_state(value, sample_weight=size)
         if [id(v) for v in traced_variables] != list(key[1]):
@@ -243,6 +257,27 @@ class ReplayedTestStep(ReplayedStep):
     @staticmethod
     def _finish(model, x, y, sample_weight, loss, y_pred, variables, grads, logs):
         return model._record_test(x, y, sample_weight, loss, y_pred, logs)
+
+
+class ReplayedPredictStep(ReplayedStep):
+    """``predict``'s ``predict_step``: the forward pass in inference mode replayed (traced under a tape that takes
+    no gradient); the model need not be compiled."""
+
+    _method = "predict_step"
+    _losses = False
+
+    @staticmethod
+    def _variables(model):
+        return []
+
+    @staticmethod
+    def _traced_part(model, x, y, sample_weight):
+        with GradientTape():
+            return None, None, model(x, training=False), [], None
+
+    @staticmethod
+    def _finish(model, x, y, sample_weight, loss, y_pred, variables, grads, logs):
+        return y_pred
 
 
 def _signature(data, leaves):

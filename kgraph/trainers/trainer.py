@@ -541,10 +541,10 @@ class Trainer:
             cl = self._callbacks(callbacks, self._verbose(verbose), 1, iterator.num_batches, with_history=False)
             self.stop_predicting = False
             cl.on_predict_begin()
-            outputs = []
+            outputs, predict_step = [], replayed_steps.replayed_predict_step(self)  # or its replay: the same steps
             for step, batch in enumerate(iterator.epoch() or ()):
                 cl.on_predict_batch_begin(step)
-                batch_outputs = tree.map_structure(np.asarray, self.predict_step(batch))
+                batch_outputs = tree.map_structure(np.asarray, predict_step(batch))
                 outputs.append(batch_outputs)
                 cl.on_predict_batch_end(step, {"outputs": batch_outputs})
                 if self.stop_predicting:

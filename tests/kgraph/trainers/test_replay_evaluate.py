@@ -1,4 +1,5 @@
-"""evaluate's test_step, and fit's validation, replayed: the same results bit for bit as the step as written."""
+"""evaluate's test_step (and fit's validation) and predict's predict_step replayed: the same results bit for bit
+as the steps as written."""
 import numpy as np
 import pytest
 
@@ -111,3 +112,46 @@ def test_labels_out_of_range_still_raise_in_a_replayed_evaluate(labels):
     else:
         with pytest.raises(ValueError, match="Expected labels in"):
             model.evaluate(x, labels, batch_size=32, verbose=0)
+
+
+def _predicted(model):
+    step = replay._PREDICT_STEPS.get(model)
+    return step is not None and any(type(p) is not str and p.confirmed for p in step.programs.values())
+
+
+def test_predict_replayed_bit_for_bit_compiled_or_not():
+    x, y = _data()
+    outputs = {}
+    for jit_compile in ("auto", False):
+        model = _compiled(_mlp, jit_compile)
+        first = [model.predict(x, batch_size=32, verbose=0) for _ in range(3)]
+        model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+        outputs[jit_compile] = first + [model.predict(x, batch_size=32, verbose=0)]
+        assert _predicted(model) == (jit_compile == "auto")
+    for got, expected in zip(outputs["auto"], outputs[False]):
+        np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(outputs["auto"][0], outputs["auto"][3])  # trained in between
+    kgraph.utils.set_random_seed(4)
+    uncompiled = _two_outputs()
+    runs = [uncompiled.predict(x, batch_size=64, verbose=0) for _ in range(3)]
+    assert _predicted(uncompiled)
+    expected = uncompiled(x[:64], training=False)
+    for key in ("kind", "score"):
+        np.testing.assert_array_equal(runs[2][key][:64], np.asarray(expected[key]))
+        np.testing.assert_array_equal(runs[0][key], runs[2][key])
+
+
+def test_a_custom_predict_step_and_single_rows_predict_as_written():
+    class Custom(kgraph.Model):
+        def predict_step(self, data):
+            return super().predict_step(data) * 2.0
+    x, _ = _data()
+    inputs = kgraph.Input((6,))
+    model = Custom(inputs, layers.Dense(2)(inputs))
+    np.testing.assert_array_equal(model.predict(x, verbose=0), np.asarray(model(x)) * 2.0)
+    assert replay._PREDICT_STEPS.get(model) is None
+    single = _compiled(_mlp, "auto")
+    rows = [single.predict(x[i:i + 1], verbose=0) for i in range(3)]  # a batch of one row is never replayed
+    assert not _predicted(single)
+    for i, row in enumerate(rows):
+        np.testing.assert_array_equal(row, np.asarray(single(x[i:i + 1], training=False)))
