@@ -35,8 +35,9 @@ def _compiled(build, jit_compile, **kwargs):
     return model
 
 
-def _replayed(model):
-    step = replay._TEST_STEPS.get(model)
+def _replayed(model, steps=replay._TEST_STEPS):
+    """Whether a step of ``model`` in ``steps`` (evaluate's by default) was replayed."""
+    step = steps.get(model)
     return step is not None and any(type(p) is not str and p.confirmed for p in step.programs.values())
 
 
@@ -114,11 +115,6 @@ def test_labels_out_of_range_still_raise_in_a_replayed_evaluate(labels):
             model.evaluate(x, labels, batch_size=32, verbose=0)
 
 
-def _predicted(model):
-    step = replay._PREDICT_STEPS.get(model)
-    return step is not None and any(type(p) is not str and p.confirmed for p in step.programs.values())
-
-
 def test_predict_replayed_bit_for_bit_compiled_or_not():
     x, y = _data()
     outputs = {}
@@ -127,14 +123,14 @@ def test_predict_replayed_bit_for_bit_compiled_or_not():
         first = [model.predict(x, batch_size=32, verbose=0) for _ in range(3)]
         model.fit(x, y, batch_size=32, epochs=1, verbose=0)
         outputs[jit_compile] = first + [model.predict(x, batch_size=32, verbose=0)]
-        assert _predicted(model) == (jit_compile == "auto")
+        assert _replayed(model, replay._PREDICT_STEPS) == (jit_compile == "auto")
     for got, expected in zip(outputs["auto"], outputs[False]):
         np.testing.assert_array_equal(got, expected)
     assert not np.array_equal(outputs["auto"][0], outputs["auto"][3])  # trained in between
     kgraph.utils.set_random_seed(4)
     uncompiled = _two_outputs()
     runs = [uncompiled.predict(x, batch_size=64, verbose=0) for _ in range(3)]
-    assert _predicted(uncompiled)
+    assert _replayed(uncompiled, replay._PREDICT_STEPS)
     expected = uncompiled(x[:64], training=False)
     for key in ("kind", "score"):
         np.testing.assert_array_equal(runs[2][key][:64], np.asarray(expected[key]))
@@ -152,6 +148,6 @@ def test_a_custom_predict_step_and_single_rows_predict_as_written():
     assert replay._PREDICT_STEPS.get(model) is None
     single = _compiled(_mlp, "auto")
     rows = [single.predict(x[i:i + 1], verbose=0) for i in range(3)]  # a batch of one row is never replayed
-    assert not _predicted(single)
+    assert not _replayed(single, replay._PREDICT_STEPS)
     for i, row in enumerate(rows):
         np.testing.assert_array_equal(row, np.asarray(single(x[i:i + 1], training=False)))
