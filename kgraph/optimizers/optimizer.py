@@ -8,18 +8,19 @@ between this thread and one worker thread (see ``update_parallel``).
 import math
 import operator
 import re
-import warnings
 
 import numpy as np
 
 from kgraph import ops
 from kgraph.backend.variable import Variable
 from kgraph.ops.kernels import threads
-from kgraph.optimizers import accumulation, schedules, update_parallel
+from kgraph.optimizers import accumulation, gradients, schedules, update_parallel
 from kgraph.optimizers.accumulation import ACCUMULATOR
 
 # The slot name of a variable's moving average (``use_ema``), as Keras names it.
 AVERAGE = "average"
+# Optimizer class -> whether its ``update_step`` is elementwise (``Optimizer._elementwise``).
+_ELEMENTWISE = {}
 
 
 def _snake_case(name):
@@ -404,14 +405,13 @@ class Optimizer:
         if not grads:
             return
         self.build(trainable_variables)
-        grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
-        grads = [self._as_gradient(g, v) for g, v in zip(grads, trainable_variables)]
+        grads, trainable_variables = gradients.checked(self, grads, trainable_variables)
         if self.loss_scale_factor is not None:
             grads = [g / np.asarray(self.loss_scale_factor, dtype=g.dtype) for g in grads]
         if self.gradient_accumulation_steps:
             grads = accumulation.accumulate(self, grads, trainable_variables)
         if grads is not None:  # None: a step that only accumulated its gradients
-            self._update(self._clip_gradients(grads), trainable_variables)
+            self._update(gradients.clipped(self, grads), trainable_variables)
         self._finish_step(trainable_variables)
 
     def _update(self, grads, trainable_variables):
@@ -511,63 +511,18 @@ class Optimizer:
         The class defining ``update_step`` says so with ``_elementwise_update = True`` in its own body; a
         subclass overriding ``update_step`` without saying so is updated one whole variable at a time.
         """
-        owner = next(c for c in type(self).__mro__ if "update_step" in c.__dict__)
-        return owner.__dict__.get("_elementwise_update", False)
+        flag = _ELEMENTWISE.get(type(self))
+        if flag is None:  # (looked up once per class: asked at every step)
+            owner = next(c for c in type(self).__mro__ if "update_step" in c.__dict__)
+            flag = _ELEMENTWISE[type(self)] = owner.__dict__.get("_elementwise_update", False)
+        return flag
 
     def _fused_update(self, largest):
         """Whether ``update_step`` runs compiled (``largest``, the step's largest variable, may load numba)."""
         return False
 
     def _filter_empty_gradients(self, grads, variables):
-        kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        missing = [getattr(v, "path", v.name) for g, v in zip(grads, variables) if g is None]
-        if not kept:
-            raise ValueError(f"No gradients provided for any variable. Received None for: {missing}")
-        new_missing = [path for path in missing if path not in self._warned_missing]
-        if new_missing:
-            self._warned_missing.update(new_missing)
-            warnings.warn(
-                f"Gradients do not exist for variables {new_missing} when minimizing the loss. "
-                "If using `model.compile()`, did you forget to provide a `loss` argument?",
-                stacklevel=3,
-            )
-        grads, variables = zip(*kept)
-        return list(grads), list(variables)
-
-    @staticmethod
-    def _as_gradient(gradient, variable):
-        gradient = np.asarray(gradient)
-        if gradient.shape != tuple(variable.shape):
-            raise ValueError(
-                f"Gradient for variable '{getattr(variable, 'path', variable.name)}' has shape "
-                f"{gradient.shape}, expected the variable's shape {tuple(variable.shape)}.")
-        value = getattr(variable, "value", None)
-        dtype = value.dtype if isinstance(value, np.ndarray) else np.dtype(variable.dtype)
-        if gradient.dtype != dtype:
-            gradient = gradient.astype(dtype)
-        return gradient
-
-    def _clip_gradients(self, grads):
-        # New arrays only: a gradient array may be shared with other gradients
-        # or with the tape, so it is never modified in place.
-        if self.clipnorm and self.clipnorm > 0:
-            clipped = []
-            for g in grads:
-                norm = math.sqrt(float(np.dot(g.ravel(), g.ravel())))
-                clipped.append(g * (self.clipnorm / norm) if norm > self.clipnorm else g)
-            return clipped
-        if self.global_clipnorm and self.global_clipnorm > 0:
-            norm = math.sqrt(sum(float(np.dot(g.ravel(), g.ravel())) for g in grads))
-            if not math.isfinite(norm):
-                # Like Keras: an inf/NaN norm turns every gradient into NaN.
-                return [np.full_like(g, np.nan) for g in grads]
-            if norm <= self.global_clipnorm:
-                return grads
-            scale = self.global_clipnorm / norm
-            return [g * scale for g in grads]
-        if self.clipvalue and self.clipvalue > 0:
-            return [np.clip(g, -self.clipvalue, self.clipvalue) for g in grads]
-        return grads
+        return gradients.without_missing(self, grads, variables)
 
     def get_config(self):
         lr = self._learning_rate

@@ -59,11 +59,13 @@ class ArrayAdapter:
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.num_batches = -(-self.size // batch_size)
+        # Each part one array or None (the common case): a batch's parts are its leaves, no structure to rebuild.
+        self._flat = type(arrays) is tuple and all(a is None or isinstance(a, np.ndarray) for a in arrays)
 
     def new_pass(self) -> Iterator[Batch]:
         for index in data.batches(self.size, self.batch_size, self.shuffle):
-            parts = tree.pack_sequence_as(self.arrays, data.take(self._leaves, index))
-            yield data.pack_x_y_sample_weight(*parts)
+            parts = data.take(self._leaves, index)
+            yield data.pack_x_y_sample_weight(*(parts if self._flat else tree.pack_sequence_as(self.arrays, parts)))
 
     def end_pass(self) -> None:
         """Nothing to do between passes over arrays."""
