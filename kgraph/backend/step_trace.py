@@ -143,8 +143,33 @@ class StepTrace:
         slot = self._slots.get(id(raw))
         if slot is not None:
             return slot
+        slot = self._viewed_slot(raw)
+        if slot is not None:
+            return slot
         self._check_constant(raw)
         return self._constant(raw)
+
+    def _viewed_slot(self, value):
+        """The slot of the leaf or op output that ``value`` views whole (the TapeArray view an unrecorded op's output
+        becomes to carry a mask, ``with_mask``), or None."""
+        base = value.base if isinstance(value, TapeArray) else None
+        slot = None if base is None else self._slots.get(id(base))
+        if slot is None or not (slot in self._outputs or slot in self.leaf_slots):
+            return None
+        same = (type(base) is _ndarray and base.shape == value.shape and base.dtype == value.dtype
+                and base.strides == value.strides and base.ctypes.data == value.ctypes.data)
+        return slot if same else None
+
+    def _configuration(self, value):
+        """An op's configuration argument as the program keeps it: an array of the step (a leaf of the batch or an
+        op's output, such as a mask an op computed) as its slot, read anew at each replay; anything else as a
+        constant, checked."""
+        if type(value) is _ndarray:
+            slot = self._slots.get(id(value))
+            if slot is not None and (slot in self._outputs or slot in self.leaf_slots):
+                return _Slot(slot)
+        self._check_constant(value)
+        return value
 
     def capture(self, spec, raw, values, args, kwargs, out, vjp, result, recording):
         """One op call (from ``autodiff``): its inputs as slots, its result as new slots."""
@@ -157,8 +182,10 @@ class StepTrace:
             return
         ins = tuple(self._input(a, v) for a, v in zip(raw, values))
         rest = args[1:] if spec.list_input else args[spec.num_inputs:]
-        self._check_constant(rest)
-        self._check_constant(kwargs)
+        if rest:
+            rest = tuple([self._configuration(v) for v in rest])
+        if kwargs:
+            kwargs = {k: self._configuration(v) for k, v in kwargs.items()}
         recorded = bool(recording) and bool(recording[0]._records) and recording[0]._records[-1][2] is vjp
         if isinstance(result, (tuple, list)):
             outs = tuple(self._slot_for(o) for o in result)
@@ -211,7 +238,9 @@ class Program:
                 relevant.update(outs if type(outs) is tuple else (outs,))
         self.seeded = target_slot in relevant
         self._keep_vjp = {index: k for k, index in enumerate(needed)}
-        self.ops = tuple((spec.fn, ins, rest, kwargs, spec.list_input, outs, self._keep_vjp.get(index))
+        # Each op's mode: 0 its inputs as positional arrays, 1 as one list (``list_input``), plus 2 where its
+        # configuration holds arrays of the step (``_Slot``s) to read at each replay.
+        self.ops = tuple((spec.fn, ins, rest, kwargs, _mode(spec, rest, kwargs), outs, self._keep_vjp.get(index))
                          for index, (spec, ins, rest, kwargs, outs, _) in enumerate(trace.ops))
         self.backward = tuple((trace.ops[index][0], trace.ops[index][1], trace.ops[index][4], k,
                                tuple(i in relevant for i in trace.ops[index][1]))
@@ -241,9 +270,15 @@ class Program:
         for slot, v in self.variables:
             vals[slot] = v.value
         vjps = [None] * len(self.backward)
-        for fn, ins, rest, kwargs, list_input, outs, keep in self.ops:
-            if list_input:
-                out, vjp = fn([vals[i] for i in ins], *rest, **kwargs)
+        for fn, ins, rest, kwargs, mode, outs, keep in self.ops:
+            if mode:
+                if mode & 2:
+                    rest = [vals[v.slot] if type(v) is _Slot else v for v in rest]
+                    kwargs = {k: vals[v.slot] if type(v) is _Slot else v for k, v in kwargs.items()}
+                if mode & 1:
+                    out, vjp = fn([vals[i] for i in ins], *rest, **kwargs)
+                else:
+                    out, vjp = fn(*[vals[i] for i in ins], *rest, **kwargs)
             else:
                 out, vjp = fn(*[vals[i] for i in ins], *rest, **kwargs)
             if type(outs) is int:
@@ -292,6 +327,27 @@ class Program:
                 prev = cotangents.get(slot)
                 cotangents[slot] = ct if prev is None else prev + ct
         return cotangents
+
+
+class _Slot:
+    """An op's configuration argument that is an array of the step: the value of ``slot`` at each replay."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot):
+        self.slot = slot
+
+    def __eq__(self, other):
+        return type(other) is _Slot and other.slot == self.slot
+
+    def __hash__(self):
+        return hash(self.slot)
+
+
+def _mode(spec, rest, kwargs):
+    """An op's mode in ``Program.ops`` (see ``Program.__init__``)."""
+    refs = any(type(v) is _Slot for v in rest) or any(type(v) is _Slot for v in kwargs.values())
+    return (1 if spec.list_input else 0) | (2 if refs else 0)
 
 
 class _PlainOp:

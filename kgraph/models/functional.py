@@ -5,6 +5,7 @@ import gc
 import numpy as np
 
 from kgraph import tree
+from kgraph.backend.autodiff import primitive
 from kgraph.graph import topology as graph
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.graph.node import Node
@@ -23,6 +24,23 @@ def _adjust_rank(x, shape):
     if x.ndim == len(shape) + 1 and x.shape and x.shape[-1] == 1:
         return x[..., 0]
     return x
+
+
+@primitive(num_inputs=1)
+def _input_as(x, dtype, name, model_name):
+    """Input ``x`` as the model's input ``name`` of ``dtype`` (a float for an integer input must be integral).
+
+    One op, recorded as a cast (gradients reach a nested model's float inputs), so that a replayed step
+    (``kgraph.trainers.replay``) casts and checks every batch as the step as written does."""
+    wanted = np.dtype(dtype)
+    if np.issubdtype(wanted, np.integer) and np.issubdtype(x.dtype, np.floating) and not np.all(np.mod(x, 1) == 0):
+        raise ValueError(f"Input '{name}' of model '{model_name}' expects integer values (dtype={dtype}); "
+                         "received non-integer floats.")
+    return x.astype(wanted), _same_cotangent
+
+
+def _same_cotangent(g):
+    return g
 
 
 class Functional(Model):
@@ -191,16 +209,7 @@ class Functional(Model):
                 raise ValueError(f"Input '{name}' of model '{self.name}' is incompatible with the model: "
                                  f"expected shape={t.shape}, found shape={shape}")
             if x.dtype != t.dtype and x.dtype.name != t.dtype:  # equal dtypes first: `.name` costs 2 µs
-                wanted = np.dtype(t.dtype)
-                if np.issubdtype(wanted, np.integer) and np.issubdtype(x.dtype, np.floating) \
-                        and not np.all(np.mod(x, 1) == 0):
-                    raise ValueError(f"Input '{name}' of model '{self.name}' expects integer values "
-                                     f"(dtype={t.dtype}); received non-integer floats.")
-                if np.issubdtype(wanted, np.floating) and np.issubdtype(x.dtype, np.floating):
-                    from kgraph import ops
-                    x = ops.cast(x, t.dtype)  # recorded, so gradients reach a nested model's inputs
-                else:
-                    x = x.astype(wanted)
+                x = _input_as(x, t.dtype, name, self.name)
             out.append(x)
         return out
 

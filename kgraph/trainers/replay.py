@@ -43,7 +43,7 @@ _LAYERS = (
     "ELU Embedding Flatten GlobalAveragePooling1D GlobalAveragePooling2D GlobalAveragePooling3D GlobalMaxPooling1D "
     "GlobalMaxPooling2D GlobalMaxPooling3D GroupNormalization GroupQueryAttention GRU Identity InputLayer "
     "LayerNormalization LeakyReLU LSTM Maximum MaxPooling1D MaxPooling2D MaxPooling3D Minimum MultiHeadAttention "
-    "Multiply Normalization Permute PReLU ReLU RepeatVector Rescaling Reshape Resizing RMSNormalization "
+    "Masking Multiply Normalization Permute PReLU ReLU RepeatVector Rescaling Reshape Resizing RMSNormalization "
     "SeparableConv1D SeparableConv2D SimpleRNN Softmax Subtract TimeDistributed UnitNormalization UpSampling1D "
     "UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D ZeroPadding3D"
 ).split()
@@ -124,7 +124,7 @@ def _replayable_model(model, losses=True):
             return False
         if not _OWN_METHODS.isdisjoint(vars(layer)):
             return False
-        if getattr(layer, "mask_zero", False) or getattr(layer, "stateful", False):
+        if getattr(layer, "stateful", False):
             return False
         for name in ("activation", "recurrent_activation"):
             fn = getattr(layer, name, None)

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from kgraph import constraints, initializers, ops, regularizers
+from kgraph.backend.autodiff import primitive
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.layer import Layer
@@ -32,6 +33,27 @@ def _with_sequence_masks(attention_mask, query_mask, value_mask, key_mask):
     if auto is None:
         return attention_mask
     return auto if attention_mask is None else np.asarray(attention_mask, dtype=bool) & auto
+
+
+@primitive(num_inputs=4)
+def _head_mask(attention_mask, query_mask, value_mask, key_mask, expected, use_causal_mask, name):
+    """The boolean mask of every head's scores, ``(B, 1, T, S)`` or broadcastable to it: ``attention_mask`` and-ed
+    with the padding masks (and the causal mask); ``expected`` is ``(B, T, S)``. One op without a gradient, so that
+    a replayed step builds each batch's mask as the step as written does."""
+    mask = np.asarray(_with_sequence_masks(attention_mask, query_mask, value_mask, key_mask)).astype(bool)
+    shape = mask.shape
+    mask = mask.reshape((1,) * (3 - mask.ndim) + mask.shape) if mask.ndim <= 3 else mask
+    if mask.ndim > 3 or any(m not in (1, e) for m, e in zip(mask.shape, expected)):
+        raise ValueError(f"MultiHeadAttention layer '{name}' expects `attention_mask` of shape {tuple(expected)} "
+                         f"(or broadcastable to it). Received: shape={shape}")
+    mask = mask[:, None]  # (B, T, S) -> (B, 1, T, S): one mask for every head
+    if use_causal_mask:
+        mask = mask & causal_mask(expected[1], expected[2])
+    return mask, _no_cotangent
+
+
+def _no_cotangent(g):
+    return None
 
 
 class MultiHeadAttention(Layer):
@@ -166,22 +188,12 @@ class MultiHeadAttention(Layer):
             loss = self._activity_regularizer(projection)
             self.add_loss(ops.divide_no_nan(loss, np.asarray(projection.shape[0], dtype=np.asarray(loss).dtype)))
 
-    def _mask(self, attention_mask, use_causal_mask, batch, query_length, value_length):
-        """A boolean mask broadcastable to ``(B, heads, T, S)``, or None."""
-        mask = None
-        if attention_mask is not None:
-            mask = np.asarray(attention_mask).astype(bool)
-            expected = (batch, query_length, value_length)
-            mask = mask.reshape((1,) * (3 - mask.ndim) + mask.shape) if mask.ndim <= 3 else mask
-            if mask.ndim > 3 or any(m not in (1, e) for m, e in zip(mask.shape, expected)):
-                raise ValueError(f"MultiHeadAttention layer '{self.name}' expects `attention_mask` of shape "
-                                 f"{expected} (or broadcastable to it). Received: shape={np.shape(attention_mask)}")
-            # (B, T, S) -> (B, 1, T, S): one mask for every head.
-            mask = mask[:, None]
-        if use_causal_mask:
-            causal = causal_mask(query_length, value_length)
-            mask = causal if mask is None else mask & causal
-        return mask
+    def _mask(self, masks, use_causal_mask, batch, query_length, value_length):
+        """A boolean mask broadcastable to ``(B, heads, T, S)`` from ``masks`` (the attention, query, value and key
+        masks), or None."""
+        if all(m is None for m in masks):
+            return causal_mask(query_length, value_length) if use_causal_mask else None
+        return _head_mask(*masks, (batch, query_length, value_length), use_causal_mask, self.name)
 
     def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None, attention_mask=None,
              return_attention_scores=False, training=None, use_causal_mask=False):
@@ -190,7 +202,6 @@ class MultiHeadAttention(Layer):
                              "Please disable flash attention to access attention scores.")
         value = self._convert_input(value)
         key = value if key is None else self._convert_input(key)
-        attention_mask = _with_sequence_masks(attention_mask, query_mask, value_mask, key_mask)
         for x, argument in ((query, "query"), (value, "value"), (key, "key")):
             self._check_rank(np.shape(x), argument)
         q = self._heads(query, self.query_kernel, self.query_bias)
@@ -198,7 +209,8 @@ class MultiHeadAttention(Layer):
         k = self._heads(key, self.key_kernel, self.key_bias)
         v = self._heads(value, self.value_kernel, self.value_bias)
         scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
-        mask = self._mask(attention_mask, use_causal_mask, query.shape[0], query.shape[1], value.shape[1])
+        mask = self._mask((attention_mask, query_mask, value_mask, key_mask), use_causal_mask, query.shape[0],
+                          query.shape[1], value.shape[1])
         if mask is not None:
             scores = ops.where(mask, scores, large_negative(scores.dtype))
         probabilities = ops.softmax(scores, axis=-1)

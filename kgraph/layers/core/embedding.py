@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 
 from kgraph import backend, constraints, initializers, ops, regularizers
+from kgraph.backend.autodiff import primitive
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.graph.shape_inference import on_placeholders
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
@@ -24,6 +25,35 @@ def _dtype_name(layer_name, dtype):
     except TypeError:
         raise ValueError(f"Layer '{layer_name}': `reverse_dtype` must be None or a dtype name such as 'float32'. "
                          f"Received: reverse_dtype={dtype!r}") from None
+
+
+@primitive(num_inputs=1)
+def _indices(inputs, input_dim, layer_name):
+    """``inputs`` as integer indices, checked to lie in ``[0, input_dim)`` (integral floats cast to int64). One op
+    without a gradient, so that a replayed training step checks every batch's indices too."""
+    indices = np.asarray(inputs)
+    if indices.dtype.kind == "f":
+        if indices.size and not np.all(np.isfinite(indices)):
+            raise ValueError(f"Layer '{layer_name}' received non-finite indices; expected integers in "
+                             f"[0, {input_dim}).")
+        indices = indices.astype(np.int64)
+    elif indices.dtype.kind not in "iub":
+        raise TypeError(f"Layer '{layer_name}' expects integer or float indices. "
+                        f"Received: inputs of dtype {indices.dtype}")
+    if indices.size and on_placeholders():
+        # Output-shape inference runs on values that mean nothing: any index of the right shape will do.
+        return np.clip(indices, 0, input_dim - 1), _no_cotangent
+    if indices.size:
+        low, high = indices.min(), indices.max()
+        if low < 0 or high >= input_dim:
+            bad = int(low if low < 0 else high)
+            raise ValueError(f"Layer '{layer_name}' received index {bad}, which is out of range: expected "
+                             f"indices in [0, input_dim) with input_dim={input_dim}.")
+    return indices, _no_cotangent
+
+
+def _no_cotangent(g):
+    return None
 
 
 class Embedding(Layer):
@@ -62,29 +92,8 @@ class Embedding(Layer):
                                           constraint=self.embeddings_constraint, name="embeddings")
         self.built = True
 
-    def _indices(self, inputs):
-        indices = np.asarray(inputs)
-        if indices.dtype.kind == "f":
-            if indices.size and not np.all(np.isfinite(indices)):
-                raise ValueError(f"Layer '{self.name}' received non-finite indices; expected integers in "
-                                 f"[0, {self.input_dim}).")
-            indices = indices.astype(np.int64)
-        elif indices.dtype.kind not in "iub":
-            raise TypeError(f"Layer '{self.name}' expects integer or float indices. "
-                            f"Received: inputs of dtype {indices.dtype}")
-        if indices.size and on_placeholders():
-            # Output-shape inference runs on values that mean nothing: any index of the right shape will do.
-            return np.clip(indices, 0, self.input_dim - 1)
-        if indices.size:
-            low, high = indices.min(), indices.max()
-            if low < 0 or high >= self.input_dim:
-                bad = int(low if low < 0 else high)
-                raise ValueError(f"Layer '{self.name}' received index {bad}, which is out of range: expected "
-                                 f"indices in [0, input_dim) with input_dim={self.input_dim}.")
-        return indices
-
     def call(self, inputs):
-        return ops.take(self.embeddings, self._indices(inputs), axis=0)
+        return ops.take(self.embeddings, _indices(inputs, self.input_dim, self.name), axis=0)
 
     def compute_mask(self, inputs, previous_mask=None):
         """With ``mask_zero``, index 0 is padding: the mask is ``inputs != 0``."""

@@ -209,7 +209,7 @@ class RecurrentBase(Layer):
         if mask.shape != tuple(expected):
             raise ValueError(f"{type(self).__name__} layer '{self.name}' expects a mask of shape (batch, timesteps)"
                              f" = {tuple(expected)}. Received: mask.shape={mask.shape}")
-        return mask.astype(bool)
+        return mask.astype(bool, copy=False)  # (an op's boolean mask as it is: a replayed step reads it anew)
 
     def _mask_options(self, step_mask):
         return {"step_mask": step_mask, "zero_output_for_mask": self.zero_output_for_mask}
