@@ -77,7 +77,7 @@ class RNN(Layer):
     @staticmethod
     def _zeros(sequences, size):
         """Zeros of shape (batch, size), made from the input so a symbolic batch size works too."""
-        column = ops.multiply(ops.expand_dims(sequences[:, 0, 0], -1), 0.0)
+        column = ops.multiply(ops.expand_dims(ops.getitem(sequences, (slice(None), 0, 0)), -1), 0.0)
         return ops.add(column, ops.zeros((size,), dtype=sequences.dtype))
 
     def _initial(self, sequences, initial_state):
@@ -115,11 +115,12 @@ class RNN(Layer):
         output = self._output_zeros(sequences)
         outputs = []
         for t in (range(timesteps - 1, -1, -1) if self.go_backwards else range(timesteps)):
-            step_out, new_states = self.cell(sequences[:, t], _pack_states(self.cell.state_size, flat),
-                                             training=training)
+            # (ops, not NumPy slicing: a replayed step slices each batch as the step as written does)
+            step_out, new_states = self.cell(ops.getitem(sequences, (slice(None), t)),
+                                             _pack_states(self.cell.state_size, flat), training=training)
             new_flat = _flatten(new_states)
             if mask is not None:
-                keep = ops.expand_dims(ops.cast(mask[:, t], "bool"), -1)
+                keep = ops.expand_dims(ops.cast(ops.getitem(mask, (slice(None), t)), "bool"), -1)
                 step_out = ops.where(keep, step_out, output)
                 new_flat = [ops.where(keep, n, s) for n, s in zip(new_flat, flat)]
                 outputs.append(ops.where(keep, step_out, 0.0) if self.zero_output_for_mask else step_out)

@@ -1,5 +1,5 @@
-"""Masked sequence models in a replayed fit step: ``Embedding(mask_zero=True)``, ``Masking``, the recurrent layers
-and attention reading the padding masks, inputs cast to the model's input dtype.
+"""Sequence models in a replayed fit step: ``Embedding(mask_zero=True)``, ``Masking``, the recurrent layers and
+attention reading the padding masks, ``RNN`` over kgraph's cells, inputs cast to the model's input dtype.
 
 The masks, the input casts and the embedding's index checks are ops of the step, so a replayed step computes and
 checks them on every batch: the same histories and weights as the step as written, and the same errors.
@@ -70,6 +70,43 @@ def test_masked_recurrent_models_replay_as_written(name):
     tokens, labels = _tokens()
     # (within float rounding: the recurrent kernels may split a batch between two threads, replayed or not)
     _assert_same_training(_RECURRENT[name], tokens, labels, exact=False, epochs=2, batch_size=32)
+
+
+def _cell_model(cell, **kwargs):
+    def build():
+        x = kgraph.Input((10, 3))
+        return _classifier(x, layers.RNN(cell(), **kwargs)(x))
+    return build
+
+
+_CELLS = {"lstm_cell": _cell_model(lambda: layers.LSTMCell(4)),
+          "gru_cell": _cell_model(lambda: layers.GRUCell(4)),
+          "simple_cell_backwards": _cell_model(lambda: layers.SimpleRNNCell(4), go_backwards=True),
+          "stacked_cells": _cell_model(lambda: layers.StackedRNNCells([layers.LSTMCell(4), layers.GRUCell(3)]))}
+
+
+@pytest.mark.parametrize("name", sorted(_CELLS))
+def test_rnn_over_kgraph_cells_replays_bit_for_bit(name):
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(96, 10, 3)).astype("float32")
+    _assert_same_training(_CELLS[name], x, rng.integers(0, 3, 96), epochs=2, batch_size=32)
+
+
+def test_rnn_over_a_masked_embedding_replays_bit_for_bit():
+    tokens, labels = _tokens(seed=7)
+
+    def build():
+        x, h = _embedded()
+        return _classifier(x, layers.RNN(layers.GRUCell(5))(h))
+    _assert_same_training(build, tokens, labels, epochs=2, batch_size=32)
+
+
+def test_a_cell_with_dropout_runs_as_written():
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(96, 10, 3)).astype("float32")
+    # (its dropout masks are drawn with NumPy outside the ops: the trace is refused)
+    _assert_same_training(_cell_model(lambda: layers.LSTMCell(4, dropout=0.2)), x, rng.integers(0, 3, 96),
+                          replayed=False, epochs=2, batch_size=32)
 
 
 def _pooled():
