@@ -5,10 +5,12 @@ Each model is compiled twice from the same weights, once with ``jit_compile="aut
 (the steps as written), and the two take turns, one epoch (then one evaluate and one predict pass) each per
 round, in one process; the best of each is kept. The models are
 the kinds that the replay took on last: a CNN with BatchNormalization, a Transformer encoder block
-(MultiHeadAttention, LayerNormalization), a model with two outputs and two losses, and the MLP of
+(MultiHeadAttention, LayerNormalization), a model with two outputs and two losses, a text classifier over
+padded token ids (``Embedding(mask_zero=True)``, an LSTM reading the mask; the ids given as integers to the
+default float32 input, as Keras's text examples do), an ``RNN`` over an ``LSTMCell``, and the MLP of
 ``train_throughput.py`` for reference. A column says whether the step was replayed.
 
-    python benchmarks/replay_gain.py [--rounds 5] [--models bn_cnn,attention,two_losses,mlp]
+    python benchmarks/replay_gain.py [--rounds 5] [--models bn_cnn,attention,two_losses,masked_text,rnn_cell,mlp]
 """
 import argparse
 import os
@@ -51,6 +53,17 @@ def two_losses():
                                  "score": layers.Dense(1, name="score")(h)})
 
 
+def masked_text():
+    inputs = kgraph.Input((40,))
+    h = layers.LSTM(32)(layers.Embedding(2000, 32, mask_zero=True)(inputs))
+    return kgraph.Model(inputs, layers.Dense(10, activation="softmax")(h))
+
+
+def rnn_cell():
+    inputs = kgraph.Input((20, 16))
+    return kgraph.Model(inputs, layers.Dense(10, activation="softmax")(layers.RNN(layers.LSTMCell(32))(inputs)))
+
+
 def mlp():
     inputs = kgraph.Input((784,))
     h = layers.Dense(512, activation="relu")(layers.Dense(512, activation="relu")(inputs))
@@ -65,11 +78,17 @@ def _data(name, n, rng):
         return rng.normal(size=(n, 32, 32)).astype("float32"), labels
     if name == "two_losses":
         return rng.normal(size=(n, 64)).astype("float32"), {"kind": labels, "score": rng.normal(size=(n, 1))}
+    if name == "masked_text":  # 10 to 40 tokens each, padded with id 0 at the end
+        tokens = rng.integers(1, 2000, (n, 40))
+        tokens[np.arange(40)[None, :] >= rng.integers(10, 41, n)[:, None]] = 0
+        return tokens, labels
+    if name == "rnn_cell":
+        return rng.normal(size=(n, 20, 16)).astype("float32"), labels
     return rng.normal(size=(n, 784)).astype("float32"), labels
 
 
 MODELS = {"bn_cnn": (bn_cnn, 1024), "attention": (attention, 1024), "two_losses": (two_losses, 4096),
-          "mlp": (mlp, 2048)}
+          "masked_text": (masked_text, 1024), "rnn_cell": (rnn_cell, 1024), "mlp": (mlp, 2048)}
 
 
 def _compiled(build, weights, jit_compile, name):
