@@ -206,19 +206,34 @@ class StepTrace:
             output_slots = tuple(self._slots.get(id(o)) for o in outputs)
             if not lossless and (target_slot is None or loss_slot is None) or None in output_slots:
                 self.fail("the loss or an output was not made by the step's ops")
-            elif any(getattr(o, "_keras_mask", None) is not None for o in outputs):
-                self.fail("an output carries a mask")
+        masks = self._output_masks(outputs) if self.failed is None else None
         if self.failed is not None:
             return None
         source_slots = [self._variable_slots.get(id(v)) for v in trainable]
-        return Program(self, target_slot, loss_slot, output_slots, source_slots)
+        return Program(self, target_slot, loss_slot, output_slots, source_slots, masks)
+
+    def _output_masks(self, outputs):
+        """``((output index, slot of its mask), ...)`` for the outputs that carry a mask (a masked sequence
+        model's: the compiled metrics read it); the trace is refused where no op of the step made one."""
+        masks = []
+        for index, output in enumerate(outputs):
+            mask = getattr(output, "_keras_mask", None)
+            if mask is None:
+                continue
+            slot = self._slots.get(id(mask)) if type(mask) is _ndarray else self._viewed_slot(mask)
+            if slot is None or not (slot in self._outputs or slot in self.leaf_slots):
+                self.fail("an output's mask was not made by the step's ops")
+                return None
+            masks.append((index, slot))
+        return tuple(masks)
 
 
 class Program:
     """The ops of a traced step, replayed on new batches (see ``StepTrace``)."""
 
-    def __init__(self, trace, target_slot, loss_slot, output_slots, source_slots):
+    def __init__(self, trace, target_slot, loss_slot, output_slots, source_slots, masks=()):
         self.target_slot, self.loss_slot, self.output_slots = target_slot, loss_slot, output_slots
+        self.masks = masks  # ((output index, mask slot), ...): the outputs replayed with their masks
         self.confirmed = False  # set by whoever compared it with a second trace
         self.structure = None   # the outputs' structure, for whoever packs them
         self.tracked = []       # whoever replays: what records the outputs after the model's own (several losses)
@@ -253,6 +268,7 @@ class Program:
         if (self.specs != other.specs or self.recorded != other.recorded or self.loss_slot != other.loss_slot
                 or self.target_slot != other.target_slot
                 or self.output_slots != other.output_slots or self.leaf_slots != other.leaf_slots
+                or self.masks != other.masks
                 or self.gradient_slots != other.gradient_slots or len(self.ops) != len(other.ops)
                 or [(s, id(v)) for s, v in self.variables] != [(s, id(v)) for s, v in other.variables]
                 or sorted(self.constants) != sorted(other.constants)):
@@ -290,6 +306,8 @@ class Program:
                 vjps[keep] = vjp
         loss = None if self.loss_slot is None else vals[self.loss_slot]
         outputs = [vals[s] for s in self.output_slots]
+        for index, slot in self.masks:
+            outputs[index] = _with_mask(outputs[index], vals[slot])
         cotangents = self._backward(vals, vjps) if self.seeded else {}
         return loss, outputs, [None if s is None else cotangents.get(s) for s in self.gradient_slots]
 
@@ -327,6 +345,13 @@ class Program:
                 prev = cotangents.get(slot)
                 cotangents[slot] = ct if prev is None else prev + ct
         return cotangents
+
+
+def _with_mask(x, mask):
+    """``x`` carrying ``mask`` as its ``_keras_mask``, as the layers give it (a TapeArray view of an ndarray)."""
+    x = x.view(TapeArray)
+    x._keras_mask = mask
+    return x
 
 
 class _Slot:

@@ -36,13 +36,16 @@ def squeeze_or_expand_to_same_rank(x1, x2, expand_rank_1=True):
     return x1, x2
 
 
+@primitive(num_inputs=1)
 def _mask_to_weight(mask, dtype, reduction):
+    """``mask`` as weights of ``dtype``: 1 for a kept entry (scaled by total/kept under the mean reductions, so
+    that the mean runs over the kept entries only), 0 for a masked one. An op without a gradient, so that a
+    replayed training step weighs each batch by its own mask."""
     float_mask = np.asarray(mask, dtype=dtype)
     if reduction in ("sum_over_batch_size", "mean"):
-        # Scale kept entries by total/valid so the mean runs over them only.
         valid = float_mask.sum()
         float_mask = float_mask * (float_mask.size / valid if valid else 0.0)
-    return float_mask
+    return float_mask, _no_cotangent
 
 
 def reduce_weighted_values(values, sample_weight=None, mask=None, reduction="sum_over_batch_size"):
@@ -65,7 +68,7 @@ def reduce_weighted_values(values, sample_weight=None, mask=None, reduction="sum
             sample_weight = float_mask
         else:
             float_mask, sample_weight = squeeze_or_expand_to_same_rank(float_mask, sample_weight)
-            sample_weight = np.asarray(sample_weight) * np.asarray(float_mask)
+            sample_weight = ops.multiply(np.asarray(sample_weight), float_mask)  # (the weights off the tape)
     if sample_weight is not None:
         values, sample_weight = squeeze_or_expand_to_same_rank(values, sample_weight)
         sample_weight = np.asarray(sample_weight)
@@ -73,7 +76,7 @@ def reduce_weighted_values(values, sample_weight=None, mask=None, reduction="sum
             # Per-sample weights of shape (batch,) apply to every remaining
             # axis of (batch, d1, ...) losses instead of failing to broadcast.
             extra = len(values.shape) - sample_weight.ndim
-            sample_weight = sample_weight.reshape(sample_weight.shape + (1,) * extra)
+            sample_weight = ops.reshape(sample_weight, sample_weight.shape + (1,) * extra)
         values = ops.multiply(values, sample_weight)
     if reduction in ("none", None) or len(values.shape) == 0 or tuple(values.shape) == (0,):
         return values
@@ -137,7 +140,7 @@ class Loss:
             if extra is not None:
                 extra = np.asarray(ops.convert_to_numpy(extra), dtype=bool)
                 _check_mask(extra, values, self.name)
-                mask = extra if mask is None else np.logical_and(mask, extra)
+                mask = extra if mask is None else ops.logical_and(mask, extra)  # (an op: see _mask_to_weight)
         return reduce_weighted_values(values, sample_weight, mask, self.reduction)
 
     def call(self, y_true, y_pred):

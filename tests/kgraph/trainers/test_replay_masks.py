@@ -206,3 +206,39 @@ def test_a_trace_reads_a_configuration_array_of_the_step_anew():
     program = trace.program(None, None, [out], [])
     assert trace.failed is None
     np.testing.assert_array_equal(program.run([second])[1][0], [[3, -1], [-1, 4]])
+
+
+def _tagger():
+    """A masked output: one tag per token, the padding's losses and accuracies left out."""
+    x, h = _embedded()
+    return kgraph.Model(x, layers.Dense(4, activation="softmax")(layers.LSTM(6, return_sequences=True)(h)))
+
+
+def test_a_masked_output_replays_with_its_mask():
+    tokens, _ = _tokens(seed=9)
+    tags = np.random.default_rng(10).integers(0, 4, tokens.shape)
+    model = _assert_same_training(_tagger, tokens, tags, exact=False, epochs=2, batch_size=32)
+    # the metrics, outside the replayed part, read the mask the replayed output carries
+    assert set(model.history.history) == {"loss", "accuracy"}
+
+
+def test_a_masked_output_with_sample_weights_replays():
+    tokens, _ = _tokens(seed=11)
+    rng = np.random.default_rng(12)
+    tags, weights = rng.integers(0, 4, tokens.shape), rng.uniform(0.5, 2.0, tokens.shape)  # one per token
+    _assert_same_training(_tagger, tokens, tags, exact=False, epochs=2, batch_size=32, sample_weight=weights)
+
+
+def test_evaluate_and_predict_of_a_masked_output_replay_as_written():
+    tokens, _ = _tokens(seed=13)
+    tags = np.random.default_rng(14).integers(0, 4, tokens.shape)
+    results = {}
+    for mode in ("auto", False):
+        kgraph.utils.set_random_seed(0)
+        model = _tagger()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"],
+                      jit_compile=mode)
+        evaluated = [model.evaluate(tokens, tags, batch_size=32, verbose=0) for _ in range(2)]
+        results[mode] = evaluated, model.predict(tokens, batch_size=32, verbose=0)
+    np.testing.assert_allclose(results["auto"][0], results[False][0], rtol=1e-6)
+    np.testing.assert_allclose(results["auto"][1], results[False][1], rtol=1e-6, atol=1e-7)
