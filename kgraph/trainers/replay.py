@@ -43,10 +43,10 @@ _LAYERS = (
     "ELU Embedding Flatten GlobalAveragePooling1D GlobalAveragePooling2D GlobalAveragePooling3D GlobalMaxPooling1D "
     "GlobalMaxPooling2D GlobalMaxPooling3D GroupNormalization GroupQueryAttention GRU GRUCell Identity InputLayer "
     "LayerNormalization LeakyReLU LSTM LSTMCell Masking Maximum MaxPooling1D MaxPooling2D MaxPooling3D Minimum "
-    "MultiHeadAttention Multiply Normalization Permute PReLU ReLU RepeatVector Rescaling Reshape Resizing "
-    "RMSNormalization RNN SeparableConv1D SeparableConv2D SimpleRNN SimpleRNNCell Softmax StackedRNNCells Subtract "
-    "TimeDistributed UnitNormalization UpSampling1D UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D "
-    "ZeroPadding3D"
+    "MultiHeadAttention Multiply Normalization Permute PReLU RandomBrightness RandomContrast RandomFlip RandomRotation "
+    "RandomTranslation RandomZoom ReLU RepeatVector Rescaling Reshape Resizing RMSNormalization RNN SeparableConv1D "
+    "SeparableConv2D SimpleRNN SimpleRNNCell Softmax StackedRNNCells Subtract TimeDistributed UnitNormalization "
+    "UpSampling1D UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D ZeroPadding3D"
 ).split()
 _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.

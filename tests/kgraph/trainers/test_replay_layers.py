@@ -1,4 +1,4 @@
-"""More of kgraph's layers in a replayed fit step: attention, wrappers, preprocessing.
+"""More of kgraph's layers in a replayed fit step: attention, wrappers, preprocessing, random augmentation.
 
 Each model trains replayed (``jit_compile="auto"``) and as written (``False``): the same history and weights
 (within float rounding where a compiled kernel may split a batch between two threads).
@@ -58,6 +58,27 @@ def test_more_layers_train_replayed_as_written(name):
     # Bit for bit but where a compiled kernel may split a batch between two threads (the LSTM's, the convolution's).
     exact = name not in ("bidirectional_time_distributed", "normalization_resizing")
     _family_trains_as_written(_MODELS[name], seed=9, exact=exact)
+
+
+_AUGMENTATIONS = {
+    "flip_rotation": (lambda: layers.RandomFlip(), lambda: layers.RandomRotation(0.1)),
+    "zoom_translation_constant_fill": (lambda: layers.RandomZoom(0.2, seed=1),
+                                       lambda: layers.RandomTranslation(0.1, 0.2, fill_mode="constant",
+                                                                        fill_value=0.5)),
+    "contrast_brightness_nearest": (lambda: layers.RandomContrast(0.3, value_range=(0, 1)),
+                                    lambda: layers.RandomBrightness(0.2, value_range=(0, 1)),
+                                    lambda: layers.RandomRotation(0.2, interpolation="nearest", seed=2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_AUGMENTATIONS))
+def test_random_augmentation_layers_replay_drawing_anew_at_each_step(name):
+    """Each step draws its transforms by an op of the step, from the same generator in the same order as the
+    step as written: the same augmented batches, so the same training."""
+    rng = np.random.default_rng(12)
+    x, y = rng.random((96, 6, 6, 2), dtype=np.float32), rng.integers(0, 3, 96)
+    build = _image_model(*_AUGMENTATIONS[name], lambda: layers.Conv2D(2, 3, activation="relu"))
+    _assert_same_training(build, x, y, exact=False, epochs=2, batch_size=32)
 
 
 def test_an_rnn_of_a_custom_cell_and_attention_dropout_run_as_written():

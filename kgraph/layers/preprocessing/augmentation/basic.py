@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from kgraph import ops
+from kgraph.backend.autodiff import primitive
 from kgraph.layers.layer import Layer
 from kgraph.layers.preprocessing.image import crop_axis, smart_resize, spatial_axes, standardize_data_format
 from kgraph.random import generator
@@ -27,6 +28,18 @@ def factor_range(name, factor, bounds):
     if not isinstance(factor, (int, float)) or not bounds[0] <= factor <= bounds[1]:
         raise ValueError(message)
     return (max(-abs(float(factor)), bounds[0]), abs(float(factor)))
+
+
+@primitive(num_inputs=0)
+def drawn(draw, *args):
+    """``draw(*args)``: the arrays a random layer draws for a batch (its random parameters and what it derives
+    from them without a gradient), as one op without inputs, so that a replayed training step draws anew at
+    every step, from the same generator in the same order as the step run as written (as ``Dropout``'s mask)."""
+    return draw(*args), _no_inputs
+
+
+def _no_inputs(g):
+    return ()
 
 
 class _RandomLayer(Layer):
@@ -79,9 +92,11 @@ def _fill(index, size, fill_mode):
     return index, inside | (fill_mode != "constant")
 
 
-def affine_sample(images, matrices, interpolation, fill_mode, fill_value):
-    """Each output pixel ``p`` of image ``b`` reads the input at ``matrices[b] @ (row, col, 1)``."""
-    batch, height, width, channels = images.shape
+def sample_plan(matrices, shape, dtype, interpolation, fill_mode, fill_value):
+    """What ``affine_sample`` reads, as a list of arrays: for each interpolation corner the flat source index of
+    every output pixel and its weight (0 outside the image under the ``constant`` fill), then the constant fill's
+    term where there is one (an odd length)."""
+    batch, height, width, channels = shape
     rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
     points = np.stack([rows.ravel(), cols.ravel(), np.ones(height * width)])
     src_r, src_c = np.einsum("bij,jp->ibp", matrices, points)
@@ -92,20 +107,36 @@ def affine_sample(images, matrices, interpolation, fill_mode, fill_value):
         fr, fc = src_r - r0, src_c - c0
         corners = [(r0, c0, (1 - fr) * (1 - fc)), (r0, c0 + 1, (1 - fr) * fc),
                    (r0 + 1, c0, fr * (1 - fc)), (r0 + 1, c0 + 1, fr * fc)]
-    flat = ops.reshape(images, (batch, height * width, channels))
-    out, fill_weight = None, np.zeros_like(src_r)
+    plan, fill_weight = [], np.zeros_like(src_r)
     for r, c, weight in corners:
         r, r_inside = _fill(r.astype(np.int64), height, fill_mode)
         c, c_inside = _fill(c.astype(np.int64), width, fill_mode)
         inside = r_inside & c_inside
-        index = np.broadcast_to((r * width + c)[..., None], (batch, height * width, channels))
-        term = ops.multiply(ops.take_along_axis(flat, index, axis=1),
-                            (weight * inside)[..., None].astype(images.dtype))
-        out = term if out is None else ops.add(out, term)
+        plan.append(np.broadcast_to((r * width + c)[..., None], (batch, height * width, channels)))
+        plan.append((weight * inside)[..., None].astype(dtype))
         fill_weight = fill_weight + weight * ~inside
     if fill_mode == "constant" and fill_value != 0:
-        out = ops.add(out, (fill_value * fill_weight[..., None]).astype(images.dtype))
+        plan.append((fill_value * fill_weight[..., None]).astype(dtype))
+    return plan
+
+
+def apply_plan(images, plan):
+    """``images`` resampled by a ``sample_plan``: the weighted sum of the corners' pixels, plus the fill."""
+    batch, height, width, channels = images.shape
+    flat = ops.reshape(images, (batch, height * width, channels))
+    out, corners = None, len(plan) // 2
+    for index, weight in zip(plan[:2 * corners:2], plan[1:2 * corners:2]):
+        term = ops.multiply(ops.take_along_axis(flat, index, axis=1), weight)
+        out = term if out is None else ops.add(out, term)
+    if len(plan) % 2:
+        out = ops.add(out, plan[-1])
     return ops.reshape(out, (batch, height, width, channels))
+
+
+def affine_sample(images, matrices, interpolation, fill_mode, fill_value):
+    """Each output pixel ``p`` of image ``b`` reads the input at ``matrices[b] @ (row, col, 1)``."""
+    return apply_plan(images, sample_plan(matrices, tuple(images.shape), np.dtype(images.dtype), interpolation,
+                                          fill_mode, fill_value))
 
 
 class _RandomAffine(_RandomLayer):
@@ -124,13 +155,17 @@ class _RandomAffine(_RandomLayer):
         self.fill_value = fill_value
 
     def augment(self, x):
-        batch, height, width = x.shape[:3]
+        return apply_plan(x, drawn(self._plan, tuple(x.shape), np.dtype(x.dtype)))
+
+    def _plan(self, shape, dtype):
+        """A batch's random transforms, drawn, as the ``sample_plan`` that applies them."""
+        batch, height, width = shape[:3]
         centre = np.array([(height - 1) / 2, (width - 1) / 2])
         linear, shift = self.sample_transform(batch, height, width)
         # source = centre + linear @ (p - centre) - shift
         offset = centre - np.einsum("bij,j->bi", linear, centre) - shift
-        return affine_sample(x, np.concatenate([linear, offset[..., None]], axis=2), self.interpolation,
-                             self.fill_mode, self.fill_value)
+        return tuple(sample_plan(np.concatenate([linear, offset[..., None]], axis=2), shape, dtype,
+                                 self.interpolation, self.fill_mode, self.fill_value))
 
     def get_config(self):
         config = super().get_config()
@@ -213,9 +248,12 @@ class RandomFlip(_RandomLayer):
         self.mode = mode
 
     def augment(self, x):
-        flip = self.rng.uniform(size=(x.shape[0], 1, 1, 1)) <= 0.5
+        flip = drawn(self._flips, x.shape[0])
         axes = [axis for axis, wanted in ((2, "horizontal"), (1, "vertical")) if wanted in self.mode]
         return ops.where(flip, ops.flip(x, axis=tuple(axes)), x)
+
+    def _flips(self, batch):
+        return self.rng.uniform(size=(batch, 1, 1, 1)) <= 0.5
 
     def get_config(self):
         config = super().get_config()
@@ -232,10 +270,13 @@ class RandomContrast(_RandomLayer):
         self.value_range = value_range
 
     def augment(self, x):
-        factor = self.rng.uniform(1 - self.factor[0], 1 + self.factor[1], size=(x.shape[0], 1, 1, 1))
+        factor = drawn(self._factors, x.shape[0], np.dtype(x.dtype))
         mean = ops.mean(x, axis=(1, 2), keepdims=True)
-        out = ops.add(ops.multiply(ops.subtract(x, mean), factor.astype(x.dtype)), mean)
+        out = ops.add(ops.multiply(ops.subtract(x, mean), factor), mean)
         return ops.clip(out, self.value_range[0], self.value_range[1])
+
+    def _factors(self, batch, dtype):
+        return self.rng.uniform(1 - self.factor[0], 1 + self.factor[1], size=(batch, 1, 1, 1)).astype(dtype)
 
     def get_config(self):
         config = super().get_config()
@@ -255,9 +296,12 @@ class RandomBrightness(_RandomLayer):
         self.value_range = list(value_range)
 
     def augment(self, x):
-        delta = self.rng.uniform(*self.factor, size=(x.shape[0], 1, 1, 1))
-        delta = (delta * (self.value_range[1] - self.value_range[0])).astype(x.dtype)
+        delta = drawn(self._deltas, x.shape[0], np.dtype(x.dtype))
         return ops.clip(ops.add(x, delta), self.value_range[0], self.value_range[1])
+
+    def _deltas(self, batch, dtype):
+        delta = self.rng.uniform(*self.factor, size=(batch, 1, 1, 1))
+        return (delta * (self.value_range[1] - self.value_range[0])).astype(dtype)
 
     def get_config(self):
         config = super().get_config()
