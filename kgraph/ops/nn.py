@@ -4,9 +4,9 @@ import math as _pymath
 import numpy as np
 
 from kgraph import backend
-from kgraph.backend.autodiff import _value, primitive
+from kgraph.backend.autodiff import primitive
 from kgraph.ops.kernels import compiled
-from kgraph.ops.math import _erf_values
+from kgraph.ops.math import _erf_values, _no_gradient
 from kgraph.ops.operations import op
 from kgraph.ops.reductions import _count, _reduced_axes
 
@@ -303,12 +303,14 @@ def dense_activation(x, kernel, bias=None, activation=None):
 
 
 @op
+@_no_gradient
 def one_hot(x, num_classes, axis=-1, dtype=None):
-    """One-hot encode integer ``x`` with ``num_classes`` classes on ``axis`` (no gradient).
+    """One-hot encode integer ``x`` with ``num_classes`` classes on ``axis`` (no gradient; a replayed training
+    step encodes each batch).
 
     Out-of-range indices give all-zero rows. ``dtype`` defaults to floatx.
     """
-    x = np.asarray(_value(x))
+    x = np.asarray(x)
     out = (x[..., None] == np.arange(num_classes)).astype(backend.standardize_dtype(dtype))
     if axis != -1:
         out = np.moveaxis(out, -1, axis)

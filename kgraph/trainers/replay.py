@@ -38,15 +38,16 @@ __all__ = ["ReplayedPredictStep", "ReplayedStep", "ReplayedTestStep", "ReplayedT
 
 _LAYERS = (
     "Activation Add AdditiveAttention Attention Average AveragePooling1D AveragePooling2D AveragePooling3D "
-    "BatchNormalization Bidirectional CenterCrop Concatenate Conv1D Conv1DTranspose Conv2D Conv2DTranspose Conv3D "
-    "Conv3DTranspose Cropping1D Cropping2D Cropping3D Dense DepthwiseConv1D DepthwiseConv2D Dot Dropout EinsumDense "
-    "ELU Embedding Flatten GlobalAveragePooling1D GlobalAveragePooling2D GlobalAveragePooling3D GlobalMaxPooling1D "
-    "GlobalMaxPooling2D GlobalMaxPooling3D GroupNormalization GroupQueryAttention GRU GRUCell Identity InputLayer "
-    "LayerNormalization LeakyReLU LSTM LSTMCell Masking Maximum MaxPooling1D MaxPooling2D MaxPooling3D Minimum "
-    "MultiHeadAttention Multiply Normalization Permute PReLU RandomBrightness RandomContrast RandomFlip RandomRotation "
-    "RandomTranslation RandomZoom ReLU RepeatVector Rescaling Reshape Resizing RMSNormalization RNN SeparableConv1D "
-    "SeparableConv2D SimpleRNN SimpleRNNCell Softmax StackedRNNCells Subtract TimeDistributed UnitNormalization "
-    "UpSampling1D UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D ZeroPadding3D"
+    "BatchNormalization Bidirectional CategoryEncoding CenterCrop Concatenate Conv1D Conv1DTranspose Conv2D "
+    "Conv2DTranspose Conv3D Conv3DTranspose Cropping1D Cropping2D Cropping3D Dense DepthwiseConv1D DepthwiseConv2D Dot "
+    "Dropout EinsumDense ELU Embedding Flatten GlobalAveragePooling1D GlobalAveragePooling2D GlobalAveragePooling3D "
+    "GlobalMaxPooling1D GlobalMaxPooling2D GlobalMaxPooling3D GroupNormalization GroupQueryAttention GRU GRUCell "
+    "Identity InputLayer LayerNormalization LeakyReLU LSTM LSTMCell Masking Maximum MaxPooling1D MaxPooling2D "
+    "MaxPooling3D Minimum MultiHeadAttention Multiply Normalization Permute PReLU RandomBrightness RandomContrast "
+    "RandomFlip RandomRotation RandomTranslation RandomZoom ReLU RepeatVector Rescaling Reshape Resizing "
+    "RMSNormalization RNN SeparableConv1D SeparableConv2D SimpleRNN SimpleRNNCell Softmax StackedRNNCells Subtract "
+    "TimeDistributed UnitNormalization UpSampling1D UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D "
+    "ZeroPadding3D"
 ).split()
 _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.

@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from kgraph import backend, ops
+from kgraph.backend.autodiff import primitive
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.layer import Layer
 from kgraph.trainers.py_dataset import PyDataset
@@ -49,13 +50,24 @@ def encode_categorical(indices, output_mode, depth, dtype):
 
 
 def check_indices(layer, indices, depth):
-    """Keras's range check of integer inputs of an encoding layer (skipped for symbolic inputs)."""
+    """``indices`` after Keras's range check of an encoding layer's integer inputs (skipped for symbolic inputs):
+    an op, so that a replayed training step checks every batch."""
     if isinstance(indices, KerasTensor):
-        return
+        return indices
+    return _checked_indices(indices, depth, layer.name)
+
+
+@primitive(num_inputs=1)
+def _checked_indices(indices, depth, name):
     values = np.asarray(indices)
     if values.size and (values.min() < 0 or values.max() >= depth):
-        raise ValueError(f"Input values of layer '{layer.name}' must be in the range 0 <= values < "
+        raise ValueError(f"Input values of layer '{name}' must be in the range 0 <= values < "
                          f"num_tokens with num_tokens={depth}. Received: min={values.min()}, max={values.max()}")
+    return values, _no_cotangent
+
+
+def _no_cotangent(g):
+    return None
 
 
 def batches_of(data, batch_size=None, steps=None):
@@ -316,7 +328,7 @@ class CategoryEncoding(Layer):
         self.sparse = sparse
 
     def call(self, inputs, count_weights=None):
-        check_indices(self, inputs, self.num_tokens)
+        inputs = check_indices(self, inputs, self.num_tokens)
         if count_weights is not None:
             if self.output_mode != "count":
                 raise ValueError("`count_weights` is not used when `output_mode` is not `'count'`. "

@@ -122,3 +122,19 @@ def test_several_losses_replayed_with_their_trackers_bit_for_bit():
     for epoch in range(3):
         total = history["kind_loss"][epoch] + 0.5 * history["score_loss"][epoch]
         assert abs(total - history["loss"][epoch]) < 1e-5
+
+
+@pytest.mark.parametrize("mode", ["one_hot", "multi_hot", "count"])
+def test_category_encoding_replays_and_checks_every_batch(mode):
+    rng = np.random.default_rng(13)
+    width = 1 if mode == "one_hot" else 3
+    ids, y = rng.integers(0, 6, (96, width)), rng.integers(0, 3, 96)
+
+    def build():
+        x = kgraph.Input((width,), dtype="int64")
+        h = layers.Flatten()(layers.CategoryEncoding(6, output_mode=mode)(x))
+        return kgraph.Model(x, layers.Dense(3, activation="softmax")(layers.Dense(4, activation="relu")(h)))
+    model = _assert_same_training(build, ids, y, epochs=2, batch_size=32)
+    ids[90, 0] = 6  # out of range in the last batch, which the confirmed program replays
+    with pytest.raises(ValueError, match="must be in the range 0 <= values < num_tokens"):
+        model.fit(ids, y, batch_size=32, epochs=1, verbose=0, shuffle=False)
