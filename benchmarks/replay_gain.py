@@ -7,10 +7,12 @@ round, in one process; the best of each is kept. The models are
 the kinds that the replay took on last: a CNN with BatchNormalization, a Transformer encoder block
 (MultiHeadAttention, LayerNormalization), a model with two outputs and two losses, a text classifier over
 padded token ids (``Embedding(mask_zero=True)``, an LSTM reading the mask; the ids given as integers to the
-default float32 input, as Keras's text examples do), an ``RNN`` over an ``LSTMCell``, and the MLP of
-``train_throughput.py`` for reference. A column says whether the step was replayed.
+default float32 input, as Keras's text examples do), an ``RNN`` over an ``LSTMCell``, a small CNN behind
+``RandomFlip`` and ``RandomRotation`` (augmented in ``fit``), and the MLP of ``train_throughput.py`` for
+reference. A column says whether the step was replayed.
 
-    python benchmarks/replay_gain.py [--rounds 5] [--models bn_cnn,attention,two_losses,masked_text,rnn_cell,mlp]
+    python benchmarks/replay_gain.py [--rounds 5] [--models bn_cnn,attention,two_losses,masked_text,rnn_cell,
+                                                            augmented_cnn,mlp]
 """
 import argparse
 import os
@@ -64,6 +66,14 @@ def rnn_cell():
     return kgraph.Model(inputs, layers.Dense(10, activation="softmax")(layers.RNN(layers.LSTMCell(32))(inputs)))
 
 
+def augmented_cnn():
+    inputs = kgraph.Input((32, 32, 3))
+    h = layers.Rescaling(1 / 255)(layers.RandomRotation(0.1)(layers.RandomFlip("horizontal")(inputs)))
+    h = layers.MaxPooling2D()(layers.Conv2D(16, 3, activation="relu")(h))
+    h = layers.GlobalAveragePooling2D()(layers.Conv2D(32, 3, activation="relu")(h))
+    return kgraph.Model(inputs, layers.Dense(10, activation="softmax")(h))
+
+
 def mlp():
     inputs = kgraph.Input((784,))
     h = layers.Dense(512, activation="relu")(layers.Dense(512, activation="relu")(inputs))
@@ -84,11 +94,14 @@ def _data(name, n, rng):
         return tokens, labels
     if name == "rnn_cell":
         return rng.normal(size=(n, 20, 16)).astype("float32"), labels
+    if name == "augmented_cnn":
+        return (rng.random((n, 32, 32, 3), dtype=np.float32) * 255).round(), labels
     return rng.normal(size=(n, 784)).astype("float32"), labels
 
 
 MODELS = {"bn_cnn": (bn_cnn, 1024), "attention": (attention, 1024), "two_losses": (two_losses, 4096),
-          "masked_text": (masked_text, 1024), "rnn_cell": (rnn_cell, 1024), "mlp": (mlp, 2048)}
+          "masked_text": (masked_text, 1024), "rnn_cell": (rnn_cell, 1024), "augmented_cnn": (augmented_cnn, 512),
+          "mlp": (mlp, 2048)}
 
 
 def _compiled(build, weights, jit_compile, name):
@@ -138,14 +151,14 @@ def main():
     args = parser.parse_args()
     print(f"samples/s of one fit epoch, evaluate and predict pass, best of {args.rounds} alternating rounds; batch "
           f"{BATCH}, Adam")
-    print(f"{'model':<12}{'call':<10}{'replayed':>12}{'as written':>12}{'ratio':>8}  step replayed")
+    print(f"{'model':<14}{'call':<10}{'replayed':>12}{'as written':>12}{'ratio':>8}  step replayed")
     for name in args.models.split(","):
         if name not in MODELS:
             parser.error(f"unknown model {name!r}; expected some of {', '.join(MODELS)}")
         rates, replayed = measure(name, args.rounds)
         for call in ("fit", "evaluate", "predict"):
             fast, slow = rates[call, "auto"], rates[call, False]
-            print(f"{name:<12}{call:<10}{fast:>12,.0f}{slow:>12,.0f}{fast / slow:>7.2f}x  "
+            print(f"{name:<14}{call:<10}{fast:>12,.0f}{slow:>12,.0f}{fast / slow:>7.2f}x  "
                   f"{'yes' if replayed[call] else 'no'}")
 
 
