@@ -14,9 +14,11 @@ replaying could change is not replayed, and the step runs as written:
   steps, ``compute_loss`` or metrics methods are overridden;
   ``run_eagerly=True`` or ``jit_compile=False`` in ``compile``; an optimizer
   that scales the loss (``LossScaleOptimizer``);
-- a layer outside the list below (random layers other than ``Dropout``,
-  ``Lambda``, custom layers), a layer with an activity regularizer or added
-  losses, an activation or loss that is not one of kgraph's own;
+- a layer outside the list below (random layers other than ``Dropout`` and
+  the augmentation layers listed, which draw by ops of the step; ``Lambda``,
+  custom layers and cells, whose Python no trace can vouch for), a layer with
+  an activity regularizer or added losses, an activation or loss that is not
+  one of kgraph's own;
 - a trace that ``StepTrace`` refuses, or two traces of the same signature that
   differ (a constant that changes from step to step).
 
