@@ -35,7 +35,7 @@ from kgraph.backend.autodiff import GradientTape, is_recording
 from kgraph.backend.step_trace import StepTrace
 from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 
-__all__ = ["ReplayedPredictStep", "ReplayedStep", "ReplayedTestStep", "ReplayedTrainStep", "forget",
+__all__ = ["ReplayedPredictStep", "ReplayedStep", "ReplayedTestStep", "ReplayedTrainStep", "describe", "forget",
            "replayed_predict_step", "replayed_test_step", "replayed_train_step"]
 
 _LAYERS = (
@@ -80,19 +80,32 @@ def replayed_predict_step(model):
 
 
 def _replayed(model, method, steps, kind):
-    from kgraph.trainers.trainer import Trainer
-    cls = type(model)
-    # (an uncompiled model, which predict takes, has neither setting yet)
-    if (getattr(model, "run_eagerly", False) or getattr(model, "jit_compile", "auto") is False
-            or getattr(cls, method) is not getattr(Trainer, method)
-            or cls.compute_loss is not Trainer.compute_loss or not _model_class(cls)
-            or not _OWN_METHODS.isdisjoint(vars(model))):  # (a method replaced on the instance)
+    if _written(model, method) is not None:
         return getattr(model, method)
     step = steps.get(model)
     if step is None:
         step = steps[model] = kind(model)
     step.replayable = None  # checked again at this call's first step: layers may have changed since the last one
     return step
+
+
+def _written(model, method):
+    """Why every ``method`` step of ``model`` runs as written (its class, its steps, its compile settings), or
+    None."""
+    from kgraph.trainers.trainer import Trainer
+    cls = type(model)
+    # (an uncompiled model, which predict takes, has neither setting yet)
+    if getattr(model, "run_eagerly", False):
+        return "compiled with run_eagerly=True"
+    if getattr(model, "jit_compile", "auto") is False:
+        return "compiled with jit_compile=False"
+    if not _model_class(cls):
+        return f"a model of class {cls.__name__} (only Functional and Sequential models replay)"
+    if getattr(cls, method) is not getattr(Trainer, method) or cls.compute_loss is not Trainer.compute_loss:
+        return f"the model's class overrides {method} or compute_loss"
+    if not _OWN_METHODS.isdisjoint(vars(model)):
+        return "the model has a method replaced on the instance"
+    return None
 
 
 def forget(model):
@@ -112,35 +125,56 @@ def _kgraph_callable(fn):
     return module == "kgraph" or module.startswith("kgraph.")
 
 
-def _replayable_model(model, losses=True):
-    """Whether every layer, the loss and the optimizer of ``model`` (built, compiled) may be replayed; ``losses``
-    False: the layers only (``predict``, which needs no compiled model)."""
+def _refusal(model, losses=True):
+    """Why ``model``'s steps run as written (a layer, the loss or the optimizer), or None where they may replay."""
     from kgraph.layers.layer import _LOSS_HOLDERS
     from kgraph.losses.loss import LossFunctionWrapper
     from kgraph.optimizers.optimizer import Optimizer
-    if losses and (type(model.optimizer).scale_loss is not Optimizer.scale_loss or model._compile_loss is None):
-        return False
+    if losses and type(model.optimizer).scale_loss is not Optimizer.scale_loss:
+        return f"the optimizer {type(model.optimizer).__name__} scales the loss"
+    if losses and model._compile_loss is None:
+        return "the model is compiled without a loss"
     allowed = {getattr(layers_module, name) for name in _LAYERS}
     for layer in model._flatten_layers(include_self=True):
+        name = f"layer '{layer.name}' ({type(layer).__name__})"
         if layer in _LOSS_HOLDERS or getattr(layer, "activity_regularizer", None) is not None:
-            return False
+            return f"{name} adds losses (an activity regularizer or add_loss)"
         if layer is not model and not (type(layer) in allowed or _model_class(type(layer))):
-            return False
+            return f"{name} is not one of the layers a trace can vouch for"
         if not _OWN_METHODS.isdisjoint(vars(layer)):
-            return False
+            return f"{name} has a method replaced on the instance"
         if getattr(layer, "stateful", False):
-            return False
-        for name in ("activation", "recurrent_activation"):
-            fn = getattr(layer, name, None)
+            return f"{name} is stateful"
+        for attribute in ("activation", "recurrent_activation"):
+            fn = getattr(layer, attribute, None)
             if fn is not None and not _kgraph_callable(fn):
-                return False
+                return f"{name} has an {attribute} of its own"
     for loss in (model._compile_loss.losses or ()) if losses else ():
         if loss is None:
             continue
         fn = loss.fn if isinstance(loss, LossFunctionWrapper) else loss
         if not _kgraph_callable(fn):
-            return False
-    return True
+            return f"the loss {getattr(fn, '__name__', type(fn).__name__)} is not one of kgraph's"
+    return None
+
+
+def describe(model):
+    """What ``fit``, ``evaluate`` and ``predict`` did with ``model``'s steps so far: for each, ``"model"`` (why
+    its steps run as written, or None) and ``"signatures"``: each batch signature traced (the shapes and dtypes of
+    ``(x, y, sample_weight)``) mapped to ``"confirmed"`` (traced twice alike: replayed from its third batch on),
+    ``"traced once"``, or why its trace was refused. A call not made yet (or not since ``compile``) has no
+    signatures; where the model's class, its steps or its compile settings keep every step as written, its
+    ``"model"`` says so."""
+    out = {}
+    for call, method, steps in (("fit", "train_step", _STEPS), ("evaluate", "test_step", _TEST_STEPS),
+                                ("predict", "predict_step", _PREDICT_STEPS)):
+        step = steps.get(model)
+        reason = _written(model, method) or (step.refused if step is not None else None)
+        signatures = {} if step is None else {
+            _signature_text(key[0]): entry if type(entry) is str else ("confirmed" if entry.confirmed else "traced once")
+            for key, entry in step.programs.items()}
+        out[call] = {"model": reason, "signatures": signatures}
+    return out
 
 
 class ReplayedStep:
@@ -152,6 +186,7 @@ class ReplayedStep:
     def __init__(self, model):
         self._model = weakref.ref(model)  # (a strong one would keep the model, the key of _STEPS, alive forever)
         self.replayable = None  # decided at the first step, once the model is built and its loss matched
+        self.refused = None     # and why not, where not
         self.programs = {}      # signature -> a first trace's Program, a confirmed one, or why it is not replayed
 
     def __call__(self, data, logs=True):
@@ -162,7 +197,8 @@ class ReplayedStep:
         if self.replayable is None:
             if not model.built or self._losses and (model._compile_loss is None or not model._compile_loss.built):
                 return written(data)
-            self.replayable = _replayable_model(model, self._losses)
+            self.refused = _refusal(model, self._losses)
+            self.replayable = self.refused is None
         if not self.replayable or is_recording():  # (an outer tape records the step as written)
             return written(data)
         x, y, sample_weight = unpack_x_y_sample_weight(data)
@@ -282,6 +318,16 @@ class ReplayedPredictStep(ReplayedStep):
     @staticmethod
     def _finish(model, x, y, sample_weight, loss, y_pred, variables, grads, logs):
         return y_pred
+
+
+def _signature_text(signature):
+    """A batch signature (``_signature``) as text: ``((32, 4) float32, (32,) int64, None)``."""
+    if signature[0] in ("tuple", "list"):
+        return "(" + ", ".join(_signature_text(part) for part in signature[1]) + ")"
+    if signature[0] == "dict":
+        return "{" + ", ".join(f"{k!r}: {_signature_text(p)}" for k, p in zip(signature[1], signature[2])) + "}"
+    shape, dtype = signature
+    return "None" if shape is None else f"{shape} {np.dtype(dtype).name}"
 
 
 def _signature(data, leaves):

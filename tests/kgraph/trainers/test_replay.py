@@ -484,3 +484,28 @@ def test_embedding_model_replayed_bit_for_bit():
         h = layers.GlobalAveragePooling1D()(layers.Embedding(20, 4)(x))
         return kgraph.Model(x, layers.Dense(3, activation="softmax")(h))
     _assert_same_training(build, tokens, labels, epochs=3, batch_size=32)
+
+
+def test_describe_says_what_replayed_and_why_not():
+    x, y = _blobs(n=200)
+    model = _mlp()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    assert replay.describe(model)["fit"] == {"model": None, "signatures": {}}
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0)  # 64, 64, 64, then 8 rows: two signatures
+    model.predict(x[:1], verbose=0)
+    described = replay.describe(model)
+    assert described["fit"] == {"model": None, "signatures": {"((64, 12) float32, (64,) int64, None)": "confirmed",
+                                                              "((8, 12) float32, (8,) int64, None)": "traced once"}}
+    assert described["predict"]["signatures"] == {"((1, 12) float32, None, None)": "a batch of fewer than two rows"}
+
+    class Doubled(layers.Layer):
+        def call(self, inputs):
+            return inputs * 2.0
+    inputs = kgraph.Input((12,))
+    custom = kgraph.Model(inputs, layers.Dense(4, activation="softmax")(Doubled(name="doubled")(inputs)))
+    custom.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    custom.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    assert replay.describe(custom)["fit"] == {
+        "model": "layer 'doubled' (Doubled) is not one of the layers a trace can vouch for", "signatures": {}}
+    custom.compile(optimizer="adam", loss="sparse_categorical_crossentropy", run_eagerly=True)
+    assert replay.describe(custom)["evaluate"]["model"] == "compiled with run_eagerly=True"
