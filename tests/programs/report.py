@@ -4,15 +4,17 @@ Runs the programs (all by default) as the tests do and prints one row per progra
 kgraph, whether its numbers match real Keras after the weight copy, and whether its saved model exports with
 ``python -m export NAME.keras --verify``; then the totals and every failure's first line (``--details``: the
 whole message). The cells are what happened, whatever the expectations of test_programs.py say; a cell
-that disagrees with them is marked ``!``.
+that disagrees with them is marked ``!``. ``--replay`` adds how much of the kgraph runs' ``fit``, ``evaluate`` and
+``predict`` the step replay took, and why the rest ran as written (``replay_coverage.py``).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 
-from tests.programs import expectations
+from tests.programs import expectations, replay_coverage
 from tests.programs.harness import CHECKS, FAIL, PASS, SKIP, Suite, program_names
 
 CELL = {PASS: "yes", FAIL: "NO", SKIP: "skip"}
@@ -26,12 +28,18 @@ def main(argv=None) -> int:
                                                        "waiting for the Keras reference uses no CPU)")
     p.add_argument("--workdir", help="keep the children's files (models, ONNX files, results) in this folder")
     p.add_argument("--details", action="store_true", help="print each failure's whole message")
+    p.add_argument("--replay", action="store_true", help="also say how much of fit, evaluate and predict replayed")
     args = p.parse_args(argv)
     names = args.programs or program_names()
     suite = Suite(names, jobs=args.jobs, workdir=args.workdir)
+    coverage = suite.workdir / "replay_coverage.jsonl"
+    if args.replay:
+        os.environ["KGRAPH_REPLAY_COVERAGE"] = str(coverage)  # read by each child (tests/programs/__init__.py)
     try:
         results = suite.run()
+        replayed = replay_coverage.summary(coverage) if args.replay else []
     finally:
+        os.environ.pop("KGRAPH_REPLAY_COVERAGE", None)
         if not args.workdir:
             shutil.rmtree(suite.workdir, ignore_errors=True)
 
@@ -69,6 +77,9 @@ def main(argv=None) -> int:
         print(f"{title}: {t[PASS]} yes, {t[FAIL]} no, {t[SKIP]} skipped (of {len(names)})")
     print(f"wall time {suite.seconds:.0f} s; cells marked ! disagree with the expectations in "
           f"tests/programs/expectations.py ({surprises})")
+    if replayed:
+        print("\nReplay (kgraph/trainers/replay.py; models per kind of call, batch signatures of the replayable ones):")
+        print("\n".join("  " + line for line in replayed))
     if skips:
         print("\nSkipped:")
         for name, check, message in skips:
