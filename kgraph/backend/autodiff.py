@@ -67,6 +67,16 @@ def _as_output(out):
     return np.asarray(out)
 
 
+def no_cotangent(g):
+    """The VJP of a primitive whose inputs take no gradient (a check, an integer cast, a mask): None."""
+    return None
+
+
+def no_inputs(g):
+    """The VJP of a primitive without inputs (a random draw): no cotangents."""
+    return ()
+
+
 def primitive(fn=None, *, num_inputs=None, list_input=False, name=None):
     """Define a differentiable op from a function returning ``(output, vjp)``.
 

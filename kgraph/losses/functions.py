@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from kgraph import backend, ops
-from kgraph.backend.autodiff import primitive
+from kgraph.backend.autodiff import no_cotangent, primitive
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.losses.loss import squeeze_or_expand_to_same_rank
@@ -214,11 +214,7 @@ def _sparse_labels(y_true, expected, axis, ignore_class):
             f"Expected labels in [0, {num_classes}) for y_pred with {num_classes} classes, "
             f"received labels from {labels.min()} to {labels.max()}."
         )
-    return (labels if valid is None else (labels, valid)), _no_cotangent
-
-
-def _no_cotangent(g):
-    return None
+    return (labels if valid is None else (labels, valid)), no_cotangent
 
 
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None, axis=-1):

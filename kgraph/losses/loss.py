@@ -4,7 +4,7 @@ import re
 import numpy as np
 
 from kgraph import ops
-from kgraph.backend.autodiff import primitive
+from kgraph.backend.autodiff import no_cotangent, primitive
 
 REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
 
@@ -45,7 +45,7 @@ def _mask_to_weight(mask, dtype, reduction):
     if reduction in ("sum_over_batch_size", "mean"):
         valid = float_mask.sum()
         float_mask = float_mask * (float_mask.size / valid if valid else 0.0)
-    return float_mask, _no_cotangent
+    return float_mask, no_cotangent
 
 
 def reduce_weighted_values(values, sample_weight=None, mask=None, reduction="sum_over_batch_size"):
@@ -92,11 +92,7 @@ def _inverse_total(sample_weight, dtype):
     """``1 / sum(sample_weight)`` (0 for a sum of 0), rounded to ``dtype`` as a Python float beside an array of it
     would be; an op, so that a replayed training step sums each batch's weights (no gradient)."""
     total = float(np.sum(sample_weight))
-    return np.asarray(1.0 / total if total else 0.0, dtype=dtype), _no_cotangent
-
-
-def _no_cotangent(g):
-    return None
+    return np.asarray(1.0 / total if total else 0.0, dtype=dtype), no_cotangent
 
 
 def _snake_case(name):

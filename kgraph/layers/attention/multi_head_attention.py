@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from kgraph import constraints, initializers, ops, regularizers
-from kgraph.backend.autodiff import primitive
+from kgraph.backend.autodiff import no_cotangent, primitive
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
 from kgraph.layers.layer import Layer
@@ -49,11 +49,7 @@ def _head_mask(attention_mask, query_mask, value_mask, key_mask, expected, use_c
     mask = mask[:, None]  # (B, T, S) -> (B, 1, T, S): one mask for every head
     if use_causal_mask:
         mask = mask & causal_mask(expected[1], expected[2])
-    return mask, _no_cotangent
-
-
-def _no_cotangent(g):
-    return None
+    return mask, no_cotangent
 
 
 class MultiHeadAttention(Layer):

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 from kgraph import backend, constraints, initializers, ops, regularizers
-from kgraph.backend.autodiff import primitive
+from kgraph.backend.autodiff import no_cotangent, primitive
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.graph.shape_inference import on_placeholders
 from kgraph.layers.arguments import reject_unsupported, serialize_regularizer
@@ -42,18 +42,14 @@ def _indices(inputs, input_dim, layer_name):
                         f"Received: inputs of dtype {indices.dtype}")
     if indices.size and on_placeholders():
         # Output-shape inference runs on values that mean nothing: any index of the right shape will do.
-        return np.clip(indices, 0, input_dim - 1), _no_cotangent
+        return np.clip(indices, 0, input_dim - 1), no_cotangent
     if indices.size:
         low, high = indices.min(), indices.max()
         if low < 0 or high >= input_dim:
             bad = int(low if low < 0 else high)
             raise ValueError(f"Layer '{layer_name}' received index {bad}, which is out of range: expected "
                              f"indices in [0, input_dim) with input_dim={input_dim}.")
-    return indices, _no_cotangent
-
-
-def _no_cotangent(g):
-    return None
+    return indices, no_cotangent
 
 
 class Embedding(Layer):

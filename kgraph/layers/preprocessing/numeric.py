@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from kgraph import backend, ops
-from kgraph.backend.autodiff import primitive
+from kgraph.backend.autodiff import no_cotangent, primitive
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers.layer import Layer
 from kgraph.trainers.py_dataset import PyDataset
@@ -63,11 +63,7 @@ def _checked_indices(indices, depth, name):
     if values.size and (values.min() < 0 or values.max() >= depth):
         raise ValueError(f"Input values of layer '{name}' must be in the range 0 <= values < "
                          f"num_tokens with num_tokens={depth}. Received: min={values.min()}, max={values.max()}")
-    return values, _no_cotangent
-
-
-def _no_cotangent(g):
-    return None
+    return values, no_cotangent
 
 
 def batches_of(data, batch_size=None, steps=None):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from kgraph import ops
-from kgraph.backend.autodiff import primitive
+from kgraph.backend.autodiff import no_inputs, primitive
 from kgraph.layers.layer import Layer
 from kgraph.random import generator
 
@@ -13,11 +13,7 @@ def _dropout_mask(rng, shape, rate, dtype):
     is when called). An op of its own, so that a replayed training step draws a new mask at every step, from the
     same generator in the same order as the step run as written."""
     keep = (rng or generator()).random(shape) >= rate
-    return keep.astype(dtype) / np.asarray(1.0 - rate, dtype=dtype), _no_inputs
-
-
-def _no_inputs(g):
-    return ()
+    return keep.astype(dtype) / np.asarray(1.0 - rate, dtype=dtype), no_inputs
 
 
 class Dropout(Layer):

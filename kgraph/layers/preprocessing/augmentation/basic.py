@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from kgraph import ops
-from kgraph.backend.autodiff import primitive
+from kgraph.backend.autodiff import no_inputs, primitive
 from kgraph.layers.layer import Layer
 from kgraph.layers.preprocessing.image import crop_axis, smart_resize, spatial_axes, standardize_data_format
 from kgraph.random import generator
@@ -35,11 +35,7 @@ def drawn(draw, *args):
     """``draw(*args)``: the arrays a random layer draws for a batch (its random parameters and what it derives
     from them without a gradient), as one op without inputs, so that a replayed training step draws anew at
     every step, from the same generator in the same order as the step run as written (as ``Dropout``'s mask)."""
-    return draw(*args), _no_inputs
-
-
-def _no_inputs(g):
-    return ()
+    return draw(*args), no_inputs
 
 
 class _RandomLayer(Layer):
