@@ -48,6 +48,14 @@ class Variable:
         for watcher in _ASSIGN_WATCHERS:
             watcher(self, value)
 
+    def _assign_scalar(self, number):
+        """``assign(number)`` for a Variable of shape () given a Python float or int (a metric's running total, an
+        optimizer's step count: at every step): the same cast to the Variable's dtype, without ``assign``'s checks."""
+        value = self._value
+        self._value = new = np.array(number, dtype=value.dtype)
+        for watcher in _ASSIGN_WATCHERS:
+            watcher(self, new)
+
     def assign_add(self, delta):
         self.assign(self._value + delta)
 

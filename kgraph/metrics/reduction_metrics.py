@@ -47,6 +47,8 @@ class Mean(Metric):
         self.count = self.add_variable(shape=(), initializer="zeros", dtype=self.dtype, name="count")
 
     def update_state(self, values, sample_weight=None):
+        if self._float_step(values, sample_weight):
+            return
         if getattr(values, "ndim", None) == 0 and (sample_weight is None or getattr(sample_weight, "ndim", 1) == 0
                                                    or type(sample_weight) in (int, float)):
             # One value (a step's loss), weighed by a number or not: the same float64 arithmetic as below, without
@@ -67,6 +69,25 @@ class Mean(Metric):
         else:
             count = values.shape[0] if values.ndim >= 1 else 1
         self.count.assign(self.count.value + count)
+
+    def _float_step(self, values, sample_weight):
+        """The update for one float value (an ndarray of shape ()) weighed by a Python int or None, with float
+        state (a step's loss into the loss tracker): the float64 arithmetic below done on Python floats, which
+        are float64 and convert a float32 exactly. False where it does not apply."""
+        if (type(values) is not np.ndarray or values.ndim or values.dtype.kind != "f"
+                or not (sample_weight is None or type(sample_weight) is int)):
+            return False
+        total, count = self.total, self.count
+        if total.value.dtype.kind != "f" or count.value.dtype.kind != "f":
+            return False
+        value = float(values)
+        if sample_weight is None:
+            sample_weight = 1
+        else:
+            value = value * float(sample_weight)
+        total._assign_scalar(float(total.value) + value)
+        count._assign_scalar(float(count.value) + sample_weight)
+        return True
 
     def result(self):
         return self._as_result(divide_no_nan(self.total.value, self.count.value))

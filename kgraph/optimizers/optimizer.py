@@ -153,10 +153,11 @@ class Optimizer:
         self._scratch = {}
         self._decay_flags = {}
         self._update_timing = threads.Timing()
+        self._plan = None
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for key in ("_index", "_scratch", "_decay_flags", "_update_timing", "_cast_constants"):
+        for key in ("_index", "_scratch", "_decay_flags", "_update_timing", "_cast_constants", "_plan"):
             state.pop(key, None)
         return state
 
@@ -404,6 +405,8 @@ class Optimizer:
                 f"for {len(trainable_variables)} variables.")
         if not grads:
             return
+        if self._planned(grads, trainable_variables):
+            return
         self.build(trainable_variables)
         grads, trainable_variables = gradients.checked(self, grads, trainable_variables)
         if self.loss_scale_factor is not None:
@@ -413,6 +416,17 @@ class Optimizer:
         if grads is not None:  # None: a step that only accumulated its gradients
             self._update(gradients.clipped(self, grads), trainable_variables)
         self._finish_step(trainable_variables)
+
+    def _planned(self, grads, trainable_variables):
+        """Whether the step was applied by a plan the optimizer made at an earlier step (``Adam`` has one), with
+        the values the general path gives; False: nothing was done."""
+        return False
+
+    def _plain_step(self):
+        """Whether a step is only the updates and the step count: no loss scale, gradient accumulation, clipping,
+        weight decay or moving averages."""
+        return not (self.loss_scale_factor is not None or self.gradient_accumulation_steps or self.use_ema
+                    or self.clipnorm or self.clipvalue or self.global_clipnorm or self.weight_decay)
 
     def _update(self, grads, trainable_variables):
         """Weight decay and ``update_step`` for every variable (``grads`` clipped)."""
@@ -457,7 +471,7 @@ class Optimizer:
             constraint = getattr(variable, "constraint", None)
             if constraint is not None:
                 variable.assign(constraint(variable))
-        self._iterations.assign(self._iterations.value + 1)
+        self._iterations._assign_scalar(int(self._iterations.value) + 1)
 
     @property
     def _model_variables_moving_average(self):
