@@ -33,6 +33,7 @@ from kgraph.backend.variable import Variable
 __all__ = ["StepTrace", "Program"]
 
 _ndarray = np.ndarray
+_function = type(lambda: None)
 
 
 class StepTrace:
@@ -339,9 +340,17 @@ class Program:
             for slot, ct, wanted in zip(ins, input_cts, relevant):
                 if ct is None or not wanted:
                     continue
-                ct = input_cotangent(ct, vals[slot], spec.name)
-                if ct is None:
-                    continue
+                a = vals[slot]
+                if type(ct) is _function:  # a deferred cotangent (a product's), computed only where wanted
+                    ct = ct()
+                    if ct is None:
+                        continue
+                if type(ct) is not _ndarray or ct.shape != a.shape or ct.dtype != a.dtype:
+                    # (a number, a broadcast or a cast: input_cotangent's general way; an array of the input's shape
+                    # and dtype is taken as it is, as input_cotangent takes it)
+                    ct = input_cotangent(ct, a, spec.name)
+                    if ct is None:
+                        continue
                 prev = cotangents.get(slot)
                 cotangents[slot] = ct if prev is None else prev + ct
         return cotangents

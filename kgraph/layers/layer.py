@@ -23,6 +23,20 @@ _FLAGS = frozenset([bool, type(None), int, float, str])  # keyword values that c
 # Live layers holding a loss or a regularized weight (added by add_loss, add_weight, unpickling, copying): while there
 # are none, a call has no losses to clear, ``losses`` none to collect, and neither walks the layers (each step).
 _LOSS_HOLDERS = weakref.WeakSet()
+# The changes that may alter what a layer's ``trainable_weights`` lists (a trainable flag, sub-layers, own weights),
+# counted: whoever keeps such a list (a replayed training step) may keep it while the count stands.
+_structure_changes = [0]
+_CONTAINERS = (list, tuple, dict)
+
+
+def structure_version():
+    """The count of changes to any layer's trainable flag, sub-layers or weights so far."""
+    return _structure_changes[0]
+
+
+def structure_changed():
+    """Count a change to a layer's sub-layers made without setting an attribute (``object.__setattr__``)."""
+    _structure_changes[0] += 1
 # Set while a model file is rebuilt: it counts each weight against what the file holds before it is allocated.
 weight_budget = contextvars.ContextVar("weight_budget", default=None)
 
@@ -87,6 +101,7 @@ class Layer(Operation):
         if name is not None and (not isinstance(name, str) or "/" in name or not name):
             raise ValueError(f"Argument `name` must be a non-empty string without '/'. Received: name={name!r}")
         object.__setattr__(self, "_layers", [])
+        _structure_changes[0] += 1
         self.name = name or naming.uniquify(naming.to_snake_case(type(self).__name__))
         self._trainable = bool(trainable)
         self.dtype_policy = dtype  # a name, a NumPy dtype, a DTypePolicy or its dict (None: the global policy)
@@ -115,6 +130,8 @@ class Layer(Operation):
 
     # ----- tracking -------------------------------------------------------
     def __setattr__(self, name, value):
+        if name == "_trainable" or isinstance(value, (Layer, Variable)) or type(value) in _CONTAINERS:
+            _structure_changes[0] += 1
         if value is None and name in ("activation", "recurrent_activation") and "_layers" in self.__dict__:
             # `layer.activation = None` after construction (keras-io's Grad-CAM drops a softmax so): no activation,
             # as Keras's layers skip a None one.
@@ -204,6 +221,7 @@ class Layer(Operation):
         variable = Variable(value, name=name, trainable=trainable, dtype=dtype, path=weight_path(self, name))
         variable.constraint = constraints.get(constraint)
         (self._trainable_variables if trainable else self._non_trainable_variables).append(variable)
+        _structure_changes[0] += 1
         if regularizer is not None:
             _LOSS_HOLDERS.add(self)
             self._regularized.append((variable, regularizers.get(regularizer)))

@@ -158,32 +158,55 @@ def _picked_crossentropy(y_pred, labels, axis, eps):
     gather and negate), on the picked entries only, and the product of their VJPs: the same values and
     gradients with one tape record instead of seven and no (batch, classes) temporaries but the gradient.
     """
+    if y_pred.ndim == 2 and axis in (-1, 1):
+        return _picked_rows(y_pred, labels, eps)
     total = np.add.reduce(y_pred, axis, None, None, True)  # np.sum's reduction, without its Python wrapper
-    # (batch, classes) with the classes last, the common case: plain indexing in place of NumPy's *_along_axis,
-    # which build index arrays in Python (the same entries either way).
-    rows = np.arange(y_pred.shape[0]) if y_pred.ndim == 2 and axis in (-1, 1) else None
-    index = None if rows is not None else np.expand_dims(labels, axis)
-    picked = y_pred[rows, labels][:, None] if rows is not None else np.take_along_axis(y_pred, index, axis)
+    index = np.expand_dims(labels, axis)
+    picked = np.take_along_axis(y_pred, index, axis)
     ratio = picked / total
     # np.clip's values (a NaN stays NaN) without its Python wrappers: called at every training step.
     clipped = np.minimum(np.maximum(ratio, eps), 1.0 - eps)
     loss = np.negative(np.log(clipped))
 
     def vjp(g):
-        d_ratio = np.negative(g[:, None] if rows is not None else np.expand_dims(g, axis)) / clipped
+        d_ratio = np.negative(np.expand_dims(g, axis)) / clipped
         # The clip passes the gradient inside [eps, 1 - eps], bounds included (as ops.clip).
         d_ratio = np.where((ratio < eps) | (np.maximum(ratio, eps) > 1.0 - eps), 0, d_ratio)
         # ratio = y_pred / total: d y_pred = d_ratio / total at the label, d total = -d_ratio * ratio / total.
         d_total = -d_ratio * ratio / total
         d_pred = np.empty(y_pred.shape, dtype=d_total.dtype)
         d_pred[...] = d_total  # broadcast along the classes
-        if rows is not None:
-            d_pred[rows, labels] = d_pred[rows, labels] + (d_ratio / total)[:, 0]
-        else:
-            np.put_along_axis(d_pred, index, np.take_along_axis(d_pred, index, axis) + d_ratio / total, axis)
+        np.put_along_axis(d_pred, index, np.take_along_axis(d_pred, index, axis) + d_ratio / total, axis)
         return d_pred, None
 
     return np.squeeze(loss, axis), vjp
+
+
+def _picked_rows(y_pred, labels, eps):
+    """``_picked_crossentropy`` of a (batch, classes) ``y_pred``, the common case: each row's sum and picked
+    entry as vectors, indexed plainly (NumPy's ``*_along_axis`` build index arrays in Python), the same float
+    operations on the same entries in the same order, so the same values."""
+    total = np.add.reduce(y_pred, 1)
+    rows = np.arange(y_pred.shape[0])
+    ratio = y_pred[rows, labels] / total
+    clipped = np.minimum(np.maximum(ratio, eps), 1.0 - eps)
+    loss = np.log(clipped)
+    np.negative(loss, out=loss)
+
+    def vjp(g):
+        d_ratio = np.negative(g) / clipped
+        # The clip passes the gradient inside [eps, 1 - eps], bounds included (as ops.clip; max(ratio, eps) >
+        # 1 - eps is ratio > 1 - eps for eps below one half, a NaN passing either way).
+        outside = (ratio < eps) | (ratio > 1.0 - eps) if eps < 0.5 else (ratio < eps) | (
+            np.maximum(ratio, eps) > 1.0 - eps)
+        d_ratio = np.where(outside, 0, d_ratio)
+        d_total = -d_ratio * ratio / total
+        d_pred = np.empty(y_pred.shape, dtype=d_total.dtype)
+        d_pred[...] = d_total[:, None]  # broadcast along the classes
+        d_pred[rows, labels] += d_ratio / total
+        return d_pred, None
+
+    return loss, vjp
 
 
 @primitive(num_inputs=1)

@@ -11,7 +11,7 @@ from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.graph.node import Node
 from kgraph.layers import mask_propagation as masking
 from kgraph.layers.core.input_layer import Input, InputLayer
-from kgraph.layers.layer import Layer
+from kgraph.layers.layer import Layer, structure_changed
 from kgraph.models import planning
 from kgraph.models.model import Model
 
@@ -105,6 +105,7 @@ class Functional(Model):
                              f"'{self.name}'. All operation names should be unique.")
         self._operations = operations
         object.__setattr__(self, "_layers", [op for op in operations if isinstance(op, Layer)])
+        structure_changed()
         nodes = [node for depth in sorted(self.nodes_by_depth, reverse=True)
                  for node in self.nodes_by_depth[depth] if not node.is_input]
         uses = collections.Counter(id(t) for node in nodes for t in node.input_tensors)

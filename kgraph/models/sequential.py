@@ -4,7 +4,7 @@ from kgraph.backend.name_scope import layer_scope
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
 from kgraph.graph.shape_inference import on_placeholders
 from kgraph.layers.core.input_layer import Input, InputLayer
-from kgraph.layers.layer import Layer
+from kgraph.layers.layer import Layer, structure_changed
 from kgraph.models.model import Model
 
 
@@ -46,6 +46,7 @@ class Sequential(Model):
         self._names.add(layer.name)
         self._stack.append(layer)
         object.__setattr__(self, "_layers", [l for l in self._stack if not isinstance(l, InputLayer)])
+        structure_changed()
         self._functional = None
         if isinstance(layer, InputLayer):
             return
@@ -73,6 +74,7 @@ class Sequential(Model):
         removed = self._stack.pop()
         self._names.discard(removed.name)
         object.__setattr__(self, "_layers", [l for l in self._stack if not isinstance(l, InputLayer)])
+        structure_changed()
         self._functional = None
         if self._input_tensor is not None:
             self._last_output = self._input_tensor

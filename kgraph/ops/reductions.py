@@ -89,10 +89,13 @@ def sum(x, axis=None, keepdims=False):
 def mean(x, axis=None, keepdims=False):
     """Mean over ``axis`` (all axes when None)."""
     x = np.asarray(x)
-    axis = _axis_arg(axis)
-    count = _count(x.shape, axis)
+    if axis is None:  # (a loss's mean over the batch, at every step: the same shapes without the axes' Python)
+        count, kept = x.size, (1,) * x.ndim
+    else:
+        axis = _axis_arg(axis)
+        count, kept = _count(x.shape, axis), _keepdims_shape(x.shape, axis)
     out = _mean_of(x, axis, keepdims, count)
-    return out, lambda g: _spread(g.reshape(_keepdims_shape(x.shape, axis)) / count, x.shape)
+    return out, lambda g: _spread(g.reshape(kept) / count, x.shape)
 
 
 def _extremum(reduce, x, axis, keepdims):

@@ -33,6 +33,7 @@ from kgraph import layers as layers_module
 from kgraph import tree
 from kgraph.backend.autodiff import GradientTape, is_recording
 from kgraph.backend.step_trace import StepTrace
+from kgraph.layers.layer import structure_version
 from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 
 __all__ = ["ReplayedPredictStep", "ReplayedStep", "ReplayedTestStep", "ReplayedTrainStep", "describe", "forget",
@@ -51,6 +52,7 @@ _LAYERS = (
     "TimeDistributed UnitNormalization UpSampling1D UpSampling2D UpSampling3D ZeroPadding1D ZeroPadding2D "
     "ZeroPadding3D"
 ).split()
+_ALLOWED = []  # the classes of _LAYERS, once looked up
 _MAX_SIGNATURES = 8
 # Methods a model or layer may have replaced on the instance, which the step calls.
 _OWN_METHODS = frozenset(["train_step", "compute_loss", "_compute_loss", "_loss_and_gradients", "_apply_gradients",
@@ -86,6 +88,7 @@ def _replayed(model, method, steps, kind):
     if step is None:
         step = steps[model] = kind(model)
     step.replayable = None  # checked again at this call's first step: layers may have changed since the last one
+    step._held = None
     return step
 
 
@@ -125,6 +128,13 @@ def _kgraph_callable(fn):
     return module == "kgraph" or module.startswith("kgraph.")
 
 
+def _allowed_layers():
+    """The classes named in ``_LAYERS`` (looked up once: every ``fit``, ``evaluate`` and ``predict`` asks)."""
+    if not _ALLOWED:
+        _ALLOWED.append(frozenset(getattr(layers_module, name) for name in _LAYERS))
+    return _ALLOWED[0]
+
+
 def _refusal(model, losses=True):
     """Why ``model``'s steps run as written (a layer, the loss or the optimizer), or None where they may replay."""
     from kgraph.layers.layer import _LOSS_HOLDERS
@@ -134,7 +144,7 @@ def _refusal(model, losses=True):
         return f"the optimizer {type(model.optimizer).__name__} scales the loss"
     if losses and model._compile_loss is None:
         return "the model is compiled without a loss"
-    allowed = {getattr(layers_module, name) for name in _LAYERS}
+    allowed = _allowed_layers()
     for layer in model._flatten_layers(include_self=True):
         name = f"layer '{layer.name}' ({type(layer).__name__})"
         if layer in _LOSS_HOLDERS or getattr(layer, "activity_regularizer", None) is not None:
@@ -188,29 +198,29 @@ class ReplayedStep:
         self.replayable = None  # decided at the first step, once the model is built and its loss matched
         self.refused = None     # and why not, where not
         self.programs = {}      # signature -> a first trace's Program, a confirmed one, or why it is not replayed
+        self._held = None       # (layers.structure_version(), the step's variables, their ids) while it stands
 
     def __call__(self, data, logs=True):
         """The step's logs, as the model's step; ``logs=False``: None, the metrics' results left unread (their
         states updated all the same)."""
         model = self._model()
-        written = getattr(model, self._method)
         if self.replayable is None:
             if not model.built or self._losses and (model._compile_loss is None or not model._compile_loss.built):
-                return written(data)
+                return getattr(model, self._method)(data)
             self.refused = _refusal(model, self._losses)
             self.replayable = self.refused is None
         if not self.replayable or is_recording():  # (an outer tape records the step as written)
-            return written(data)
+            return getattr(model, self._method)(data)
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         leaves = []
         signature = _signature((x, y, sample_weight), leaves)
         if signature is None:
-            return written(data)
-        variables = self._variables(model)
-        key = (signature, tuple([id(v) for v in variables]))
+            return getattr(model, self._method)(data)
+        variables, ids = self._held_variables(model)
+        key = (signature, ids)
         entry = self.programs.get(key)
         if type(entry) is str or (entry is None and len(self.programs) >= _MAX_SIGNATURES):
-            return written(data)
+            return getattr(model, self._method)(data)
         if entry is not None and entry.confirmed:
             loss, outputs, grads = entry.run(leaves)
             if entry.tracked:  # the outputs' losses, which their trackers record as the step as written does
@@ -222,6 +232,18 @@ class ReplayedStep:
         else:
             loss, y_pred, variables, grads = self._traced(x, y, sample_weight, leaves, variables, key, entry)
         return self._finish(model, x, y, sample_weight, loss, y_pred, variables, grads, logs)
+
+    def _held_variables(self, model):
+        """``(variables, their ids)`` the step differentiates: ``_variables(model)`` once, then again only after a
+        change to a layer's trainable flag, sub-layers or weights (``layers.structure_version``); listing a
+        model's trainable weights walks every layer, at every step otherwise."""
+        version, held = structure_version(), self._held
+        if held is not None and held[0] == version:
+            return held[1], held[2]
+        variables = self._variables(model)
+        ids = tuple([id(v) for v in variables])
+        self._held = (version, variables, ids)
+        return variables, ids
 
     def _traced(self, x, y, sample_weight, leaves, variables, key, entry):
         """The step as written, traced; the trace becomes the signature's program, or confirms or refuses it."""

@@ -4,7 +4,7 @@ import numpy as np
 from kgraph import ops, tree
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers import mask_propagation as masking
-from kgraph.layers.layer import Layer
+from kgraph.layers.layer import Layer, structure_changed
 from kgraph.layers.preprocessing.hashing import StringInputLayer, fingerprint64
 from kgraph.layers.preprocessing.numeric import encode_categorical, encoded_shape, validate_output_mode
 from kgraph.saving.serialization import deserialize_layer, serialize_layer
@@ -30,6 +30,7 @@ class Pipeline(Layer):
         for layer in self._pipeline_layers:
             if not any(layer is known for known in self._layers):
                 self._layers.append(layer)
+                structure_changed()
 
     @property
     def layers(self):

@@ -23,7 +23,7 @@ def _value_and_gradient(loss_fn, labels, y_pred, axis):
     return np.asarray(loss), tape.gradient(total, y_pred)
 
 
-@pytest.mark.parametrize("shape,axis", [((6, 5), -1), ((3, 4, 5), 1), ((2, 3, 4), -1)])
+@pytest.mark.parametrize("shape,axis", [((6, 5), -1), ((6, 5), 1), ((3, 4, 5), 1), ((2, 3, 4), -1)])
 def test_same_values_and_gradients_as_the_ops_chain(shape, axis):
     rng = np.random.default_rng(0)
     y_pred = rng.random(shape).astype(np.float32) + 0.05

@@ -296,6 +296,45 @@ def test_traces_kept_across_fits_until_compile_and_keyed_by_trainable_weights():
         np.testing.assert_array_equal(w, e)
 
 
+class _FreezeAt(kgraph.callbacks.Callback):
+    """Freezes (or thaws) ``layer`` after batch ``batch`` of every epoch, as a fine-tuning callback would."""
+
+    def __init__(self, layer_index, batch, trainable):
+        super().__init__()
+        self.layer_index, self.batch, self.trainable = layer_index, batch, trainable
+
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == self.batch:
+            self.model.layers[self.layer_index].trainable = self.trainable
+        elif batch == self.batch + 2:
+            self.model.layers[self.layer_index].trainable = not self.trainable
+
+
+@pytest.mark.parametrize("layer_index, trainable", [(1, False), (3, False), (2, True)])
+def test_a_layer_frozen_or_thawed_between_batches_changes_the_next_replayed_step(layer_index, trainable):
+    """The replayed step keeps the model's trainable weights between steps while no layer changed; a callback
+    freezing a layer after one batch and thawing it two later is honoured at the very next step."""
+    x, y = _blobs(n=640)
+
+    def run(jit_compile):
+        kgraph.utils.set_random_seed(5)
+        model = _mlp()
+        if trainable:
+            model.layers[layer_index].trainable = False
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=jit_compile)
+        frozen = model.layers[layer_index].get_weights()
+        model.fit(x, y, batch_size=64, epochs=2, verbose=0, shuffle=False,
+                  callbacks=[_FreezeAt(layer_index, 3, trainable)])
+        return model, frozen
+
+    (model, before), (expected, _) = run("auto"), run(False)
+    for w, e in zip(model.get_weights(), expected.get_weights()):
+        np.testing.assert_array_equal(w, e)
+    assert any(type(p) is not str and p.confirmed for p in _programs(model).values())
+    for w, b in zip(model.layers[layer_index].get_weights(), before):
+        assert not np.array_equal(w, b)  # trained in the batches it was trainable
+
+
 def test_a_trained_model_is_freed_with_its_traces():
     x, y = _blobs(n=256)
     model, _, _ = _train(_mlp, "auto", x, y, epochs=3)
