@@ -587,4 +587,6 @@ def _takes_training(compute_loss):
 
 
 def _batch_size(x):
+    if type(x) is np.ndarray and x.ndim:  # one input array, the usual case: read at every step
+        return x.shape[0]
     return int(np.shape(next(a for a in tree.flatten(x) if a is not None))[0])
