@@ -246,6 +246,12 @@ def dense(x, kernel, bias=None):
         kernel: weights of shape ``(in, out)``.
         bias: optional ``(out,)`` offsets.
     """
+    return _dense(x, kernel, bias, True)
+
+
+def _dense(x, kernel, bias, add_bias):
+    """``dense``'s value and VJP; ``add_bias`` False: the bias left for the caller to add (its VJP is the
+    same)."""
     x = np.asarray(x)
     kernel = np.asarray(kernel)
     if kernel.ndim != 2 or x.ndim == 0 or x.shape[-1] != kernel.shape[0]:
@@ -256,7 +262,7 @@ def dense(x, kernel, bias=None):
     # One 2-D product: NumPy runs (..., in) @ (in, out) as one small product per leading index.
     rows = x.reshape(_pymath.prod(x.shape[:-1]), x.shape[-1]) if x.ndim > 2 else x
     out = np.matmul(rows, kernel).reshape(x.shape[:-1] + kernel.shape[1:])
-    if bias is not None:
+    if bias is not None and add_bias:
         bias = np.asarray(bias)
         if bias.ndim <= 1:
             out += bias  # out is a fresh array: add in place, saving an allocation
@@ -292,12 +298,49 @@ def dense_activation(x, kernel, bias=None, activation=None):
 
     The two ops' own functions run in turn, so the values and the gradients are theirs; the activation's input
     cotangent is cast to the product's dtype as the tape casts it between two records."""
+    if activation is relu:
+        fused = _bias_relu_kernels(x, kernel, bias)
+        if fused is not None:
+            return _dense_relu(fused, x, kernel, bias)
     z, dense_vjp = dense._kgraph_primitive.fn(x, kernel, bias)
     out, activation_vjp = activation._kgraph_primitive.fn(z)
 
     def vjp(g):
         g_z = activation_vjp(g)
         return dense_vjp(g_z if g_z.dtype == z.dtype else g_z.astype(z.dtype))
+
+    return out, vjp
+
+
+def _bias_relu_kernels(x, kernel, bias):
+    """The compiled kernels where a Dense layer's bias and relu may run as one loop (numba loaded, float32 or
+    float64 arrays of one dtype, a bias of one value per unit, enough elements), else None."""
+    fused = compiled.loaded()
+    if (fused is None or type(x) is not np.ndarray or type(kernel) is not np.ndarray or type(bias) is not np.ndarray
+            or bias.ndim != 1 or kernel.ndim != 2 or bias.shape[0] != kernel.shape[1] or x.dtype != kernel.dtype
+            or bias.dtype != kernel.dtype or x.size // max(kernel.shape[0], 1) * bias.shape[0] < _COMPILED_RELU_MIN
+            or not compiled.usable(kernel, bias)):
+        return None
+    return fused
+
+
+def _dense_relu(fused, x, kernel, bias):
+    """``relu(dense(x, kernel, bias))`` with the bias added and the relu taken in one compiled pass
+    (``fused.bias_relu``), and relu's VJP without its checks: the same values as the two ops, with one decision
+    for the forward and the backward instead of four."""
+    z, dense_vjp = _dense(x, kernel, bias, False)
+    rows = z.reshape(-1, z.shape[-1])  # (the product's fresh C-ordered array)
+    out = np.empty_like(z)
+    zero = z.dtype.type(0)
+    fused.bias_relu(rows, bias, out.reshape(rows.shape), zero)
+
+    def vjp(g):
+        if type(g) is not np.ndarray or g.shape != z.shape or g.dtype != z.dtype or not g.flags.c_contiguous:
+            g_z = relu_gradient(g, z)
+            return dense_vjp(g_z if g_z.dtype == z.dtype else g_z.astype(z.dtype))
+        g_z = np.empty_like(g)
+        fused.relu_gradient(g.reshape(-1), z.reshape(-1), g_z.reshape(-1), zero, z.dtype.type(1))
+        return dense_vjp(g_z)
 
     return out, vjp
 

@@ -29,7 +29,7 @@ from kgraph.ops.kernels.fused_tanh import preferred as tanh_preferred
 from kgraph.ops.kernels.fused_tanh import tanh_rows
 from kgraph.ops.kernels.jit import compile_kernel
 
-__all__ = ["adam", "conv3x3_max_pool", "conv3x3_max_pool_grads", "gemm_rows", "gru_backward_carry",
+__all__ = ["adam", "bias_relu", "conv3x3_max_pool", "conv3x3_max_pool_grads", "gemm_rows", "gru_backward_carry",
            "gru_backward_step", "gru_backward_steps", "gru_candidate", "gru_forward_steps", "gru_gates", "gru_hidden",
            "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_forward_steps", "lstm_gates",
            "lstm_restore", "lstm_step_head", "pool_argmax", "pool_route", "relu", "relu_gradient", "rmsprop", "sgd",
@@ -104,6 +104,17 @@ def relu(x, out, zero):
     for i in range(x.shape[0]):
         v = x[i]
         out[i] = v if v > zero or v != v else zero
+
+
+@_compile
+def bias_relu(z, bias, out, zero):
+    """``z += bias`` (rows of ``z``, one bias per column), then ``out = maximum(z, 0)``, in one pass over 2-D
+    arrays: NumPy's in-place add, then ``relu``."""
+    for i in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            v = z[i, j] + bias[j]
+            z[i, j] = v
+            out[i, j] = v if v > zero or v != v else zero
 
 
 @_compile

@@ -122,3 +122,29 @@ def test_other_activations_run_as_two_ops(activation):
     assert records >= 3  # the first layer's product and activation (one op or more), the head's fused op
     np.testing.assert_allclose(y, expected / expected.sum(-1, keepdims=True), rtol=1e-5)
     assert all(np.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(32, 6), (4, 16, 6)])
+def test_relu_bias_in_one_compiled_pass_equals_the_two_ops(shape, dtype):
+    """Large enough for the compiled loops (where numba is installed): the bias and the relu in one pass, and
+    relu's VJP, against ``dense`` then ``relu`` recorded apart; upstream cotangents that the loop does not take
+    (another dtype, not C-ordered) go relu's own way, with the same values."""
+    from kgraph.ops.kernels import compiled
+    compiled.kernels(1 << 30)  # loads numba where it is installed (a relu alone never does)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=shape).astype(dtype)
+    kernel = rng.normal(size=(6, 64)).astype(dtype)
+    bias = rng.normal(size=(64,)).astype(dtype)
+    out, vjp = dense_module.dense_activation._kgraph_primitive.fn(x, kernel, bias, dense_module.relu)
+    z, dense_vjp = kgraph.ops.dense._kgraph_primitive.fn(x, kernel, bias)
+    expected, relu_vjp = dense_module.relu._kgraph_primitive.fn(z)
+    np.testing.assert_array_equal(out, expected, strict=True)
+    upstream = rng.normal(size=out.shape).astype(dtype)
+    for g in (upstream, upstream.astype("float64" if dtype == "float32" else "float32"),
+              np.asfortranarray(upstream) if len(shape) == 2 else upstream[..., ::-1].copy()[..., ::-1]):
+        got = [c() for c in vjp(g)]
+        g_z = relu_vjp(g)
+        want = [c() for c in dense_vjp(g_z if g_z.dtype == z.dtype else g_z.astype(z.dtype))]
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b, strict=True)
