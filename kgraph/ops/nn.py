@@ -339,10 +339,31 @@ def _dense_relu(fused, x, kernel, bias):
             g_z = relu_gradient(g, z)
             return dense_vjp(g_z if g_z.dtype == z.dtype else g_z.astype(z.dtype))
         g_z = np.empty_like(g)
-        fused.relu_gradient(g.reshape(-1), z.reshape(-1), g_z.reshape(-1), zero, z.dtype.type(1))
-        return dense_vjp(g_z)
+        if rows.shape[1] < 2:  # (one column: NumPy sums it pairwise, not row after row)
+            fused.relu_gradient(g.reshape(-1), z.reshape(-1), g_z.reshape(-1), zero, z.dtype.type(1))
+            return dense_vjp(g_z)
+        d_bias = np.empty(rows.shape[1], z.dtype)
+        fused.relu_gradient_rows(g.reshape(rows.shape), rows, g_z.reshape(rows.shape), d_bias, zero, z.dtype.type(1))
+        d_x, d_kernel, numpy_d_bias = dense_vjp(g_z)
+        return d_x, d_kernel, d_bias if _row_sums_agree(g_z, d_bias, numpy_d_bias) else numpy_d_bias
 
     return out, vjp
+
+
+_ROW_SUMS = {}  # (shape, dtype) -> whether NumPy's sum over the leading axes equals the row-after-row sum
+
+
+def _row_sums_agree(g_z, d_bias, numpy_d_bias):
+    """Whether ``d_bias`` (summed row after row by the compiled loop) is NumPy's bias gradient of ``g_z``: checked
+    bit for bit at the first gradient of each shape and dtype (NumPy adds the rows of a C-ordered array of two or
+    more columns in order; were a NumPy to sum otherwise, its sums are taken)."""
+    key = (g_z.shape, g_z.dtype)
+    agree = _ROW_SUMS.get(key)
+    if agree is None:
+        expected = numpy_d_bias()
+        agree = _ROW_SUMS[key] = expected.shape == d_bias.shape and bool(
+            np.all(expected.view(np.uint8) == d_bias.view(np.uint8)))
+    return agree
 
 
 @op

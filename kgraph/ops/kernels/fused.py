@@ -32,7 +32,7 @@ from kgraph.ops.kernels.jit import compile_kernel
 __all__ = ["adam", "bias_relu", "conv3x3_max_pool", "conv3x3_max_pool_grads", "gemm_rows", "gru_backward_carry",
            "gru_backward_step", "gru_backward_steps", "gru_candidate", "gru_forward_steps", "gru_gates", "gru_hidden",
            "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_forward_steps", "lstm_gates",
-           "lstm_restore", "lstm_step_head", "pool_argmax", "pool_route", "relu", "relu_gradient", "rmsprop", "sgd",
+           "lstm_restore", "lstm_step_head", "pool_argmax", "pool_route", "relu", "relu_gradient", "relu_gradient_rows", "rmsprop", "sgd",
            "tanh_into", "tanh_preferred", "tanh_rows", "ufunc_rows"]
 
 
@@ -115,6 +115,18 @@ def bias_relu(z, bias, out, zero):
             v = z[i, j] + bias[j]
             z[i, j] = v
             out[i, j] = v if v > zero or v != v else zero
+
+
+@_compile
+def relu_gradient_rows(g, x, out, column_sums, zero, one):
+    """``out = g * (x > 0)`` on 2-D arrays (``relu_gradient``), and ``column_sums`` the sum of ``out``'s rows, added
+    row after row from the first as NumPy reduces the leading axis of a C-ordered array of two or more columns
+    (a Dense layer's bias gradient; whoever calls this checks that order once against NumPy's)."""
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            v = g[i, j] * (one if x[i, j] > zero else zero)
+            out[i, j] = v
+            column_sums[j] = v if i == 0 else column_sums[j] + v
 
 
 @_compile

@@ -125,8 +125,8 @@ def test_other_activations_run_as_two_ops(activation):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(32, 6), (4, 16, 6)])
-def test_relu_bias_in_one_compiled_pass_equals_the_two_ops(shape, dtype):
+@pytest.mark.parametrize("shape, units", [((32, 6), 64), ((4, 16, 6), 64), ((1500, 6), 1)])
+def test_relu_bias_in_one_compiled_pass_equals_the_two_ops(shape, units, dtype):
     """Large enough for the compiled loops (where numba is installed): the bias and the relu in one pass, and
     relu's VJP, against ``dense`` then ``relu`` recorded apart; upstream cotangents that the loop does not take
     (another dtype, not C-ordered) go relu's own way, with the same values."""
@@ -134,8 +134,8 @@ def test_relu_bias_in_one_compiled_pass_equals_the_two_ops(shape, dtype):
     compiled.kernels(1 << 30)  # loads numba where it is installed (a relu alone never does)
     rng = np.random.default_rng(1)
     x = rng.normal(size=shape).astype(dtype)
-    kernel = rng.normal(size=(6, 64)).astype(dtype)
-    bias = rng.normal(size=(64,)).astype(dtype)
+    kernel = rng.normal(size=(6, units)).astype(dtype)
+    bias = rng.normal(size=(units,)).astype(dtype)
     out, vjp = dense_module.dense_activation._kgraph_primitive.fn(x, kernel, bias, dense_module.relu)
     z, dense_vjp = kgraph.ops.dense._kgraph_primitive.fn(x, kernel, bias)
     expected, relu_vjp = dense_module.relu._kgraph_primitive.fn(z)
@@ -143,8 +143,11 @@ def test_relu_bias_in_one_compiled_pass_equals_the_two_ops(shape, dtype):
     upstream = rng.normal(size=out.shape).astype(dtype)
     for g in (upstream, upstream.astype("float64" if dtype == "float32" else "float32"),
               np.asfortranarray(upstream) if len(shape) == 2 else upstream[..., ::-1].copy()[..., ::-1]):
-        got = [c() for c in vjp(g)]
+        got = [c() if callable(c) else c for c in vjp(g)]  # (the bias gradient comes summed with relu's)
         g_z = relu_vjp(g)
         want = [c() for c in dense_vjp(g_z if g_z.dtype == z.dtype else g_z.astype(z.dtype))]
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a, b, strict=True)
+    if units > 1:  # the compiled loop's row sums were checked against NumPy's and found equal
+        from kgraph.ops.nn import _ROW_SUMS
+        assert _ROW_SUMS[(out.shape, np.dtype(dtype))] is True
