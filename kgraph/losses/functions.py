@@ -13,6 +13,7 @@ from kgraph.backend.autodiff import no_cotangent, primitive
 from kgraph.backend.variable import Variable
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.losses.loss import squeeze_or_expand_to_same_rank
+from kgraph.ops.kernels import compiled
 
 _least, _most = np.minimum.reduce, np.maximum.reduce
 
@@ -185,14 +186,46 @@ def _picked_crossentropy(y_pred, labels, axis, eps):
 def _picked_rows(y_pred, labels, eps):
     """``_picked_crossentropy`` of a (batch, classes) ``y_pred``, the common case: each row's sum and picked
     entry as vectors, indexed plainly (NumPy's ``*_along_axis`` build index arrays in Python), the same float
-    operations on the same entries in the same order, so the same values."""
+    operations on the same entries in the same order, so the same values; the picking, clipping and gradient
+    as compiled loops where numba is loaded (``kernels.fused.picked_ratios``, ``picked_gradient``)."""
     total = np.add.reduce(y_pred, 1)
+    fused = _picked_kernels(y_pred, labels, eps)
+    constants = None if fused is None else compiled.constants(y_pred.dtype, eps, 1.0 - eps, 0)
+    if constants is not None:
+        ratio, clipped = np.empty_like(total), np.empty_like(total)
+        if fused.picked_ratios(y_pred, labels, total, constants[0], constants[1], ratio, clipped):
+            loss = np.log(clipped)
+            np.negative(loss, out=loss)
+
+            def compiled_vjp(g):
+                if type(g) is not np.ndarray or g.dtype != y_pred.dtype or g.shape != total.shape:
+                    return numpy_vjp(g)
+                d_pred = np.empty(y_pred.shape, y_pred.dtype)
+                fused.picked_gradient(g, clipped, ratio, total, labels, *constants, d_pred)
+                return d_pred, None
+
+            rows = np.arange(y_pred.shape[0])
+            numpy_vjp = _picked_rows_vjp(y_pred, labels, eps, rows, total, ratio, clipped)
+            return loss, compiled_vjp
     rows = np.arange(y_pred.shape[0])
     ratio = y_pred[rows, labels] / total
     clipped = np.minimum(np.maximum(ratio, eps), 1.0 - eps)
     loss = np.log(clipped)
     np.negative(loss, out=loss)
+    return loss, _picked_rows_vjp(y_pred, labels, eps, rows, total, ratio, clipped)
 
+
+def _picked_kernels(y_pred, labels, eps):
+    """The compiled kernels where ``_picked_rows`` may take them (numba loaded, a C-ordered float32 or float64
+    ``y_pred``, integer labels, the clip's bounds in order), else None."""
+    fused = compiled.loaded()
+    if (fused is None or type(y_pred) is not np.ndarray or type(labels) is not np.ndarray or labels.ndim != 1
+            or labels.dtype.kind not in "iu" or not 0 < eps < 0.5 or not compiled.usable(y_pred)):
+        return None
+    return fused
+
+
+def _picked_rows_vjp(y_pred, labels, eps, rows, total, ratio, clipped):
     def vjp(g):
         d_ratio = np.negative(g) / clipped
         # The clip passes the gradient inside [eps, 1 - eps], bounds included (as ops.clip; max(ratio, eps) >
@@ -206,7 +239,7 @@ def _picked_rows(y_pred, labels, eps):
         d_pred[rows, labels] += d_ratio / total
         return d_pred, None
 
-    return loss, vjp
+    return vjp
 
 
 @primitive(num_inputs=1)

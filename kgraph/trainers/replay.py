@@ -361,8 +361,13 @@ def _signature(data, leaves):
         leaves.append(None)
         return None, None
     if type(data) in (tuple, list):
-        parts = [_signature(d, leaves) for d in data]
-        return None if any(p is None for p in parts) else (type(data).__name__, tuple(parts))
+        parts = []
+        for d in data:  # (a loop: a batch's signature is taken at every step)
+            part = _signature(d, leaves)
+            if part is None:
+                return None
+            parts.append(part)
+        return type(data).__name__, tuple(parts)
     if type(data) is dict:
         try:
             keys = sorted(data)

@@ -32,7 +32,8 @@ from kgraph.ops.kernels.jit import compile_kernel
 __all__ = ["adam", "bias_relu", "conv3x3_max_pool", "conv3x3_max_pool_grads", "gemm_rows", "gru_backward_carry",
            "gru_backward_step", "gru_backward_steps", "gru_candidate", "gru_forward_steps", "gru_gates", "gru_hidden",
            "lstm_backward_step", "lstm_backward_steps", "lstm_carry", "lstm_cells", "lstm_forward_steps", "lstm_gates",
-           "lstm_restore", "lstm_step_head", "pool_argmax", "pool_route", "relu", "relu_gradient", "relu_gradient_rows", "rmsprop", "sgd",
+           "lstm_restore", "lstm_step_head", "picked_gradient", "picked_ratios", "pool_argmax", "pool_route", "relu",
+           "relu_gradient", "relu_gradient_rows", "rmsprop", "sgd",
            "tanh_into", "tanh_preferred", "tanh_rows", "ufunc_rows"]
 
 
@@ -127,6 +128,39 @@ def relu_gradient_rows(g, x, out, column_sums, zero, one):
             v = g[i, j] * (one if x[i, j] > zero else zero)
             out[i, j] = v
             column_sums[j] = v if i == 0 else column_sums[j] + v
+
+
+@_compile
+def picked_ratios(y_pred, labels, total, eps, top, ratio, clipped):
+    """Each row's entry at its label over the row's sum (``total``), and that ratio clipped to ``[eps, top]`` as
+    ``minimum(maximum(ratio, eps), top)`` (a NaN stays NaN); False, with nothing written past it, at a label
+    outside the row."""
+    classes = y_pred.shape[1]
+    for i in range(y_pred.shape[0]):
+        label = labels[i]
+        if label < 0 or label >= classes:
+            return False
+        r = y_pred[i, label] / total[i]
+        ratio[i] = r
+        c = r if r >= eps or r != r else eps
+        clipped[i] = c if c <= top or c != c else top
+    return True
+
+
+@_compile
+def picked_gradient(g, clipped, ratio, total, labels, eps, top, zero, out):
+    """The gradient of ``-log(clipped)`` (``picked_ratios``) for the rows of ``out``: ``d = -g / clipped``, 0
+    outside ``[eps, top]``; each entry of a row ``-d * ratio / total``, and at its label that plus ``d / total``
+    (``losses.functions._picked_rows``'s VJP, operation for operation)."""
+    for i in range(out.shape[0]):
+        r = ratio[i]
+        d = -g[i] / clipped[i]
+        if r < eps or r > top:
+            d = zero
+        d_total = -d * r / total[i]
+        for j in range(out.shape[1]):
+            out[i, j] = d_total
+        out[i, labels[i]] = d_total + d / total[i]
 
 
 @_compile

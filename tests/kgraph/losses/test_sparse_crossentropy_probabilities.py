@@ -23,8 +23,17 @@ def _value_and_gradient(loss_fn, labels, y_pred, axis):
     return np.asarray(loss), tape.gradient(total, y_pred)
 
 
-@pytest.mark.parametrize("shape,axis", [((6, 5), -1), ((6, 5), 1), ((3, 4, 5), 1), ((2, 3, 4), -1)])
-def test_same_values_and_gradients_as_the_ops_chain(shape, axis):
+@pytest.mark.parametrize("compiled_loops", [False, True])
+@pytest.mark.parametrize("shape,axis", [((6, 5), -1), ((6, 5), 1), ((3, 4, 5), 1), ((2, 3, 4), -1), ((64, 10), -1)])
+def test_same_values_and_gradients_as_the_ops_chain(shape, axis, compiled_loops, monkeypatch):
+    """The op against the chain of ops, with its (batch, classes) case's compiled loops where numba is installed
+    (loaded here) and without them."""
+    from kgraph.ops.kernels import compiled
+    if compiled_loops:
+        if compiled.kernels(1 << 30) is None:
+            pytest.skip("numba is not installed")
+    else:
+        monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "0")
     rng = np.random.default_rng(0)
     y_pred = rng.random(shape).astype(np.float32) + 0.05
     labels_shape = list(shape)
@@ -36,6 +45,7 @@ def test_same_values_and_gradients_as_the_ops_chain(shape, axis):
     flat_pred[0] = 0.0
     flat_pred[0, flat_labels[0]] = 1.0
     flat_pred[1, flat_labels[1]] = 0.0
+    flat_pred[2, (flat_labels[2] + 1) % shape[axis]] = np.nan  # a NaN in the row's sum: NaNs through, as the chain
     y_pred = np.moveaxis(flat_pred.reshape(np.moveaxis(y_pred, axis, -1).shape), -1, axis).copy()
     fused = _value_and_gradient(lambda t, p, a: losses.sparse_categorical_crossentropy(t, p, axis=a),
                                 labels, y_pred, axis)
