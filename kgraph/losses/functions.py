@@ -199,13 +199,12 @@ def _picked_rows(y_pred, labels, eps):
 
             def compiled_vjp(g):
                 if type(g) is not np.ndarray or g.dtype != y_pred.dtype or g.shape != total.shape:
-                    return numpy_vjp(g)
+                    rows = np.arange(y_pred.shape[0])
+                    return _picked_rows_vjp(y_pred, labels, eps, rows, total, ratio, clipped)(g)
                 d_pred = np.empty(y_pred.shape, y_pred.dtype)
                 fused.picked_gradient(g, clipped, ratio, total, labels, *constants, d_pred)
                 return d_pred, None
 
-            rows = np.arange(y_pred.shape[0])
-            numpy_vjp = _picked_rows_vjp(y_pred, labels, eps, rows, total, ratio, clipped)
             return loss, compiled_vjp
     rows = np.arange(y_pred.shape[0])
     ratio = y_pred[rows, labels] / total

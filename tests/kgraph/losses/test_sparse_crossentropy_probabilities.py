@@ -61,3 +61,21 @@ def test_gradient_matches_finite_differences():
     y_pred = rng.random((4, 3)) + 0.1
     labels = np.array([0, 2, 1, 2])
     check_gradients(lambda xs: losses.sparse_categorical_crossentropy(labels, xs[0]), [y_pred])
+
+
+def test_compiled_loops_take_odd_cotangents_the_numpy_way(monkeypatch):
+    """A cotangent of another dtype than the probabilities' goes through NumPy's operations, as without numba."""
+    from kgraph.ops.kernels import compiled
+    if compiled.kernels(1 << 30) is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(2)
+    y_pred = rng.random((40, 7)).astype(np.float32) + 0.01
+    labels = rng.integers(0, 7, size=40)
+    g = rng.random(40)  # float64
+    fn = functions._picked_crossentropy._kgraph_primitive.fn
+    loss, vjp = fn(y_pred, labels, axis=-1, eps=1e-7)
+    got = vjp(g)[0]
+    monkeypatch.setenv("KGRAPH_COMPILED_KERNELS", "0")
+    expected_loss, expected_vjp = fn(y_pred, labels, axis=-1, eps=1e-7)
+    np.testing.assert_array_equal(loss, expected_loss, strict=True)
+    np.testing.assert_array_equal(got, expected_vjp(g)[0], strict=True)
