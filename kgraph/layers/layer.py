@@ -14,7 +14,9 @@ from kgraph.graph.node import Node, _unique
 from kgraph.graph.operation import Operation
 from kgraph.layers import mask_propagation as masking
 from kgraph.layers.input_spec import assert_input_compatibility
+from kgraph.layers.output_shapes import is_shape, pack_shapes, shape_leaves
 from kgraph.layers.own_variables import assign_own
+from kgraph.layers.structure import structure_changes as _structure_changes
 from kgraph.utils import naming
 
 _REGISTRY = {}
@@ -23,20 +25,7 @@ _FLAGS = frozenset([bool, type(None), int, float, str])  # keyword values that c
 # Live layers holding a loss or a regularized weight (added by add_loss, add_weight, unpickling, copying): while there
 # are none, a call has no losses to clear, ``losses`` none to collect, and neither walks the layers (each step).
 _LOSS_HOLDERS = weakref.WeakSet()
-# The changes that may alter what a layer's ``trainable_weights`` lists (a trainable flag, sub-layers, own weights),
-# counted: whoever keeps such a list (a replayed training step) may keep it while the count stands.
-_structure_changes = [0]
 _CONTAINERS = (list, tuple, dict)
-
-
-def structure_version():
-    """The count of changes to any layer's trainable flag, sub-layers or weights so far."""
-    return _structure_changes[0]
-
-
-def structure_changed():
-    """Count a change to a layer's sub-layers made without setting an attribute (``object.__setattr__``)."""
-    _structure_changes[0] += 1
 # Set while a model file is rebuilt: it counts each weight against what the file holds before it is allocated.
 weight_budget = contextvars.ContextVar("weight_budget", default=None)
 
@@ -44,10 +33,6 @@ weight_budget = contextvars.ContextVar("weight_budget", default=None)
 def get_registered_layer(class_name):
     """The kgraph layer class registered under ``class_name``, or None."""
     return _REGISTRY.get(class_name)
-
-
-def _is_shape(x):
-    return isinstance(x, tuple) and all(d is None or isinstance(d, (int, np.integer)) for d in x)
 
 
 class Layer(Operation):
@@ -409,11 +394,11 @@ class Layer(Operation):
         dtype = first.dtype if self._preserves_dtype else self.compute_dtype
         if self._preserves_dtype and self.autocast and _both_floating(dtype, self.compute_dtype):
             dtype = self.compute_dtype  # as the eager call: floating inputs are cast to the compute dtype first
-        if _is_shape(out_shape):
+        if is_shape(out_shape):
             return KerasTensor(out_shape, dtype=dtype, name=self.name)
-        leaves = _shape_leaves(out_shape)
+        leaves = shape_leaves(out_shape)
         tensors = [KerasTensor(s, dtype=dtype, name=f"{self.name}_{i}") for i, s in enumerate(leaves)]
-        return _pack_shapes(out_shape, iter(tensors))
+        return pack_shapes(out_shape, iter(tensors))
 
     def __call__(self, *args, **kwargs):
         if not args:
@@ -583,23 +568,6 @@ class Layer(Operation):
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
-
-
-def _shape_leaves(structure):
-    if _is_shape(structure):
-        return [structure]
-    if isinstance(structure, dict):
-        return [s for k in sorted(structure) for s in _shape_leaves(structure[k])]
-    return [s for item in structure for s in _shape_leaves(item)]
-
-
-def _pack_shapes(structure, it):
-    if _is_shape(structure):
-        return next(it)
-    if isinstance(structure, dict):
-        filled = {k: _pack_shapes(structure[k], it) for k in sorted(structure)}
-        return {k: filled[k] for k in structure}
-    return type(structure)(_pack_shapes(s, it) for s in structure)
 
 
 def _both_floating(a, b):

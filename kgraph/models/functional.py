@@ -11,7 +11,8 @@ from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.graph.node import Node
 from kgraph.layers import mask_propagation as masking
 from kgraph.layers.core.input_layer import Input, InputLayer
-from kgraph.layers.layer import Layer, structure_changed
+from kgraph.layers.layer import Layer
+from kgraph.layers.structure import structure_changed
 from kgraph.models import planning
 from kgraph.models.model import Model
 

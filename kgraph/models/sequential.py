@@ -4,7 +4,8 @@ from kgraph.backend.name_scope import layer_scope
 from kgraph.graph.keras_tensor import KerasTensor, shape_of
 from kgraph.graph.shape_inference import on_placeholders
 from kgraph.layers.core.input_layer import Input, InputLayer
-from kgraph.layers.layer import Layer, structure_changed
+from kgraph.layers.layer import Layer
+from kgraph.layers.structure import structure_changed
 from kgraph.models.model import Model
 
 

@@ -33,7 +33,7 @@ from kgraph import layers as layers_module
 from kgraph import tree
 from kgraph.backend.autodiff import GradientTape, is_recording
 from kgraph.backend.step_trace import StepTrace
-from kgraph.layers.layer import structure_version
+from kgraph.layers.structure import structure_version
 from kgraph.trainers.data_adapter import unpack_x_y_sample_weight
 
 __all__ = ["ReplayedPredictStep", "ReplayedStep", "ReplayedTestStep", "ReplayedTrainStep", "describe", "forget",

@@ -4,9 +4,10 @@ import numpy as np
 from kgraph import ops, tree
 from kgraph.graph.keras_tensor import KerasTensor
 from kgraph.layers import mask_propagation as masking
-from kgraph.layers.layer import Layer, structure_changed
+from kgraph.layers.layer import Layer
 from kgraph.layers.preprocessing.hashing import StringInputLayer, fingerprint64
 from kgraph.layers.preprocessing.numeric import encode_categorical, encoded_shape, validate_output_mode
+from kgraph.layers.structure import structure_changed
 from kgraph.saving.serialization import deserialize_layer, serialize_layer
 
 __all__ = ["HashedCrossing", "MaxNumBoundingBoxes", "Pipeline"]
